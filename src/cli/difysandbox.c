@@ -1,0 +1,208 @@
+/* difysandbox: the operator's command. `run` executes one snippet through the whole sandbox and prints
+ * one JSON object (difysandbox(8)). */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "common/cleanup.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "sandbox/run.h"
+
+DEFINE_POINTER_CLEANUP(json_object *, json_object_put);
+DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
+
+static void help(void) {
+        printf("Usage: difysandbox run --language python3|nodejs [--network] [--timeout SEC]\n"
+               "                       [--memory BYTES] [FILE|-]\n"
+               "\n"
+               "Runs one Python 3 or Node.js snippet in the sandbox and prints one JSON object.\n"
+               "See difysandbox(8).\n");
+}
+
+/* Reads all of fd, up to max bytes; -EFBIG beyond. */
+static int read_all(int fd, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, alloc = 0;
+
+        for (;;) {
+                ssize_t n;
+                if (len + 4096 + 1 > alloc) {
+                        size_t na = alloc ? alloc * 2 : 65536;
+                        char *b = realloc(buf, na);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                        alloc = na;
+                }
+                n = read(fd, buf + len, alloc - len - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len > max)
+                        return -EFBIG;
+        }
+        buf[len] = '\0';
+        *ret_len = len;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static int print_output(const RunOutput *out) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        if (json_object_object_add(o, "stdout", json_object_new_string(out->stdout_text)) < 0 ||
+            json_object_object_add(o, "stderr", json_object_new_string(out->stderr_text)) < 0 ||
+            json_object_object_add(o, "error", json_object_new_string(out->error)) < 0 ||
+            json_object_object_add(o, "exit_code", json_object_new_int(out->exit_code)) < 0 ||
+            json_object_object_add(o, "result", json_object_new_string(run_result_to_string(out->result))) < 0 ||
+            json_object_object_add(o, "duration_ms", json_object_new_double((double) out->duration_usec / 1000.0)) < 0 ||
+            json_object_object_add(o, "cpu_ms", json_object_new_double((double) out->cpu_usec / 1000.0)) < 0 ||
+            json_object_object_add(o, "memory_peak", json_object_new_uint64(out->memory_peak)) < 0 ||
+            json_object_object_add(o, "uid", json_object_new_int((int) out->uid)) < 0)
+                return -ENOMEM;
+        if (puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
+                return -EIO;
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
+static int verb_run(Config *cfg, int argc, char **argv) {
+        static const struct option options[] = {
+                { "language", required_argument, NULL, 'l' },
+                { "network", no_argument, NULL, 'n' },
+                { "timeout", required_argument, NULL, 't' },
+                { "memory", required_argument, NULL, 'm' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        _cleanup_(sandbox_freep) Sandbox *sb = NULL;
+        _cleanup_free_ char *code = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        RunRequest req = { .language = _LANGUAGE_INVALID };
+        RunFailure failure = { 0 };
+        RunOutput out = { 0 };
+        const char *file = "-";
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "l:nt:m:h", options, NULL)) >= 0)
+                switch (c) {
+                case 'l':
+                        req.language = language_from_string(optarg);
+                        if (req.language < 0) {
+                                log_error("Invalid --language '%s': expected python3 or nodejs", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case 'n':
+                        req.network = true;
+                        break;
+                case 't':
+                        r = parse_duration(optarg, &req.timeout_usec);
+                        if (r < 0 || req.timeout_usec == 0)
+                                return log_error_errno(r < 0 ? r : -ERANGE,
+                                                       "Invalid --timeout '%s': expected seconds > 0 (e.g. 5 or 2.5): %m",
+                                                       optarg);
+                        break;
+                case 'm':
+                        r = parse_size(optarg, &req.memory_max);
+                        if (r < 0 || req.memory_max < (16ULL << 20))
+                                return log_error_errno(r < 0 ? r : -ERANGE,
+                                                       "Invalid --memory '%s': expected bytes >= 16M (e.g. 256M): %m",
+                                                       optarg);
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                default:
+                        return -EINVAL;
+                }
+        if (req.language < 0) {
+                log_error("Missing --language: expected python3 or nodejs");
+                return -EINVAL;
+        }
+        if (optind < argc)
+                file = argv[optind++];
+        if (optind < argc) {
+                log_error("Unexpected argument '%s'", argv[optind]);
+                return -EINVAL;
+        }
+
+        if (strcmp(file, "-") == 0)
+                fd = dup(STDIN_FILENO);
+        else
+                fd = open(file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(-errno, "Cannot open '%s': %m", file);
+        r = read_all(fd, cfg->code_max, &code, &req.code_len);
+        if (r == -EFBIG)
+                return log_error_errno(r, "Code in '%s' is larger than code_max (%llu bytes)", file,
+                                       (unsigned long long) cfg->code_max);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read '%s': %m", file);
+        req.code = code;
+
+        r = sandbox_new(cfg, &sb, &failure);
+        if (r >= 0)
+                r = sandbox_run(sb, &req, &out, &failure);
+        if (r < 0) {
+                if (strcmp(failure.step ? failure.step : "", "network") == 0)
+                        log_error("network is disabled, please enable it in the configuration");
+                else
+                        log_error_errno(r, "Sandbox failed at step '%s'%s%s%s: %m", failure.step ? failure.step : "?",
+                                        failure.detail ? " (" : "", failure.detail ? failure.detail : "",
+                                        failure.detail ? ")" : "");
+                run_failure_done(&failure);
+                return r;
+        }
+
+        r = print_output(&out);
+        run_output_done(&out);
+        if (r < 0)
+                return log_error_errno(r, "Cannot print the result: %m");
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        Config cfg;
+        int r;
+
+        /* A run that dies early closes its code pipe: that must be EPIPE, not the end of us. */
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+                help();
+                return argc < 2 ? EXIT_FAILURE : EXIT_SUCCESS;
+        }
+
+        r = config_init_defaults(&cfg);
+        if (r < 0) {
+                log_error_errno(r, "Cannot set up the configuration: %m");
+                return EXIT_FAILURE;
+        }
+
+        if (strcmp(argv[1], "run") == 0)
+                r = verb_run(&cfg, argc - 1, argv + 1);
+        else {
+                log_error("Unknown command '%s'; see difysandbox --help", argv[1]);
+                r = -EINVAL;
+        }
+
+        config_done(&cfg);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

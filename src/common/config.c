@@ -1,0 +1,71 @@
+/* config: see config.h. */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+#ifndef LIBEXECDIR
+#define LIBEXECDIR "/usr/libexec"
+#endif
+#ifndef PKGLIBDIR
+#define PKGLIBDIR "/usr/lib/difysandbox"
+#endif
+
+int config_init_defaults(Config *cfg) {
+        *cfg = (Config){
+                .port = 8194,
+                .max_workers = 4,
+                .max_requests = 50,
+                .worker_timeout_usec = 5ULL * 1000000ULL,
+                .python_deps_update_interval_usec = 30ULL * 60ULL * 1000000ULL,
+                .enable_network = true,
+                .memory_max = 512ULL << 20,
+                .cpu_quota_percent = 100,
+                .cpu_time_usec = 5ULL * 1000000ULL,
+                .tasks_max = 64,
+                .output_max = 4ULL << 20,
+                .code_max = 1ULL << 20,
+                .tmp_size = 64ULL << 20,
+                .open_files_max = 256,
+                .uid_min = 10000,
+                .uid_max = 10999,
+        };
+        cfg->api_key = strdup("dify-sandbox");
+        cfg->python_path = strdup("/usr/bin/python3");
+        cfg->nodejs_path = strdup("/usr/bin/node");
+        cfg->python_pip_mirror_url = strdup("");
+        cfg->allowed_syscalls = calloc(1, sizeof(char *));
+        cfg->proxy_socks5 = strdup("");
+        cfg->proxy_http = strdup("");
+        cfg->proxy_https = strdup("");
+        cfg->state_dir = strdup("/run/difysandbox");
+        cfg->runtime_dir = strdup("/var/lib/difysandbox");
+        cfg->enter_library = strdup(PKGLIBDIR "/libdifysandbox-enter.so");
+        if (!cfg->api_key || !cfg->python_path || !cfg->nodejs_path || !cfg->python_pip_mirror_url ||
+            !cfg->allowed_syscalls || !cfg->proxy_socks5 || !cfg->proxy_http || !cfg->proxy_https ||
+            !cfg->state_dir || !cfg->runtime_dir || !cfg->enter_library) {
+                config_done(cfg);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+void config_done(Config *cfg) {
+        free(cfg->api_key);
+        free(cfg->python_path);
+        free(cfg->nodejs_path);
+        free(cfg->python_pip_mirror_url);
+        if (cfg->allowed_syscalls)
+                for (char **s = cfg->allowed_syscalls; *s; s++)
+                        free(*s);
+        free(cfg->allowed_syscalls);
+        free(cfg->proxy_socks5);
+        free(cfg->proxy_http);
+        free(cfg->proxy_https);
+        free(cfg->state_dir);
+        free(cfg->runtime_dir);
+        free(cfg->enter_library);
+        *cfg = (Config){ 0 };
+}

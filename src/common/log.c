@@ -1,0 +1,64 @@
+/* log: see log.h. */
+
+#define SD_JOURNAL_SUPPRESS_LOCATION
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <systemd/sd-journal.h>
+
+#include "log.h"
+
+static int max_level = LOG_INFO;
+static int target = -1; /* -1: not decided yet; 0: journal; 1: stderr */
+
+void log_set_max_level(int level) {
+        max_level = level;
+}
+
+void log_set_target_stderr(bool stderr_only) {
+        target = stderr_only ? 1 : -1;
+}
+
+static bool use_journal(void) {
+        struct stat st;
+
+        if (target < 0)
+                /* Only talk to journald when stderr is not already connected to it (the service case) and
+                 * the socket exists: a CLI run in a terminal or a CI without journald gets stderr. */
+                target = (getenv("JOURNAL_STREAM") && stat("/run/systemd/journal/socket", &st) == 0) ? 0 : 1;
+        return target == 0;
+}
+
+int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...) {
+        char message[2048]; /* a log line, never untrusted input: callers quote and bound what users send */
+        int saved = errno;
+        va_list ap;
+
+        if (level > max_level)
+                return error;
+
+        errno = error < 0 ? -error : error; /* %m in glibc's vsnprintf reads errno */
+        va_start(ap, format);
+        (void) vsnprintf(message, sizeof(message), format, ap);
+        va_end(ap);
+
+        if (use_journal()) {
+                if (error != 0)
+                        (void) sd_journal_send("MESSAGE=%s", message, "PRIORITY=%i", level, "ERRNO=%i",
+                                               error < 0 ? -error : error, "CODE_FILE=%s", file,
+                                               "CODE_LINE=%i", line, "CODE_FUNC=%s", func, NULL);
+                else
+                        (void) sd_journal_send("MESSAGE=%s", message, "PRIORITY=%i", level, "CODE_FILE=%s",
+                                               file, "CODE_LINE=%i", line, "CODE_FUNC=%s", func, NULL);
+        } else
+                (void) fprintf(stderr, "<%i>%s\n", level, message);
+
+        errno = saved;
+        return error;
+}

@@ -1,0 +1,16 @@
+#pragma once
+/* enter-protocol: the fds through which the sandbox hands a run to the enter library (enter.c). The
+ * child places them before execve(); the enter library, running as a constructor before the
+ * interpreter's main(), consumes them:
+ *   ENTER_FD_FILTER  a pipe holding the final seccomp stage as raw struct sock_filter instructions;
+ *   ENTER_FD_CODE    the code pipe, moved to CODE_FD only after the final stage is installed, so that
+ *                    the bootstrap cannot read code unless the final stage is active (fail closed);
+ *   ENTER_FD_ACK     one byte ENTER_ACK written once the final stage is active, then closed: the parent
+ *                    treats a run without it as a sandbox failure. */
+
+#define CODE_FD 3
+#define ENTER_FD_FILTER 4
+#define ENTER_FD_CODE 5
+#define ENTER_FD_ACK 6
+#define ENTER_FD_FIRST_FREE 7
+#define ENTER_ACK 'K'

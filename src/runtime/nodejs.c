@@ -1,0 +1,58 @@
+/* nodejs: how a Node.js run starts and what it needs beyond the common syscall rows.
+ * Measured on Node.js 20 (nodesource build on Debian 12): ../shared/reference/syscalls.md §3. */
+
+#include "runtime.h"
+#include "sandbox/seccomp-policy.h"
+
+/* The bootstrap reads the code from fd 3, which exists only once the enter library has installed the
+ * final seccomp stage (src/enter/enter.c); eval() runs it with require() in scope, as upstream does. */
+static const char *const nodejs_argv_tail[] = {
+        "-e",
+        "eval(require('fs').readFileSync(3,'utf8'))",
+        NULL,
+};
+
+static const char *const nodejs_environment[] = {
+        "HOME=/tmp",
+        "LANG=C.UTF-8",
+        NULL,
+};
+
+/* clang-format off */
+static const SyscallRule nodejs_rules[] = {
+        /* name             action              reason */
+        { "bind",           RULE_NETWORK,       "sockets with network" },
+        { "capget",         RULE_ALLOW,         "Node reads its capabilities at start-up (all empty here)" },
+        { "connect",        RULE_NETWORK,       "TCP and resolver connects" },
+        { "epoll_pwait",    RULE_ALLOW,         "libuv event loop" },
+        { "eventfd2",       RULE_ALLOW,         "libuv async handles" },
+        { "fstat",          RULE_ALLOW,         "libuv fs.fstat" },
+        { "getpeername",    RULE_NETWORK,       "socket.remoteAddress" },
+        { "getsockname",    RULE_NETWORK,       "socket.localAddress" },
+        { "getsockopt",     RULE_NETWORK,       "SO_ERROR after a non-blocking connect" },
+        { "pipe2",          RULE_ALLOW,         "libuv's internal wake-up pipes (child_process dies at socketpair)" },
+        { "pkey_alloc",     RULE_ALLOW,         "V8 protects JIT and WebAssembly memory with protection keys" },
+        { "pkey_mprotect",  RULE_ALLOW,         "V8 protects JIT and WebAssembly memory with protection keys" },
+        { "recvfrom",       RULE_NETWORK,       "TCP/UDP receive" },
+        { "recvmsg",        RULE_NETWORK,       "netlink answers to getaddrinfo(AI_ADDRCONFIG)" },
+        { "sendmmsg",       RULE_NETWORK,       "glibc resolver sends A and AAAA queries together" },
+        { "sendto",         RULE_NETWORK,       "TCP/UDP send, netlink requests" },
+        { "setsockopt",     RULE_NETWORK,       "TCP_NODELAY, keep-alive options, IP_RECVERR" },
+        { "shutdown",       RULE_NETWORK,       "half-closing sockets" },
+        { "socket",         RULE_SOCKET_NETLINK, "TCP/UDP and NETLINK_ROUTE (AI_ADDRCONFIG) with network; EACCES otherwise" },
+        { "statx",          RULE_ALLOW,         "libuv stat calls" },
+};
+/* clang-format on */
+
+static const Runtime nodejs = {
+        .language = LANGUAGE_NODEJS,
+        .name = "nodejs",
+        .argv_tail = nodejs_argv_tail,
+        .environment = nodejs_environment,
+        .rules = nodejs_rules,
+        .n_rules = sizeof(nodejs_rules) / sizeof(nodejs_rules[0]),
+};
+
+const Runtime *nodejs_runtime(void) {
+        return &nodejs;
+}

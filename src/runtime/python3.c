@@ -1,0 +1,59 @@
+/* python3: how a Python 3 run starts and what it needs beyond the common syscall rows.
+ * Measured on Debian 12's python3.11: ../shared/reference/syscalls.md §2. */
+
+#include "runtime.h"
+#include "sandbox/seccomp-policy.h"
+
+/* -I: isolated (no PYTHON* variables, no user site, no script directory on sys.path); -B: the root is
+ * read-only, so never try to write .pyc files. The bootstrap reads the code from fd 3, which exists only
+ * once the enter library has installed the final seccomp stage (src/enter/enter.c), and runs it in
+ * __main__ so that `if __name__ == "__main__"` works as in a script. */
+static const char *const python3_argv_tail[] = {
+        "-I", "-B", "-c",
+        "exec(compile(__import__('os').fdopen(3,'rb').read(),'<string>','exec'))",
+        NULL,
+};
+
+/* HOME: glibc asks nscd for the home directory at start-up when it is unset (a socket per run).
+ * LANG: UTF-8 stdio. */
+static const char *const python3_environment[] = {
+        "HOME=/tmp",
+        "LANG=C.UTF-8",
+        NULL,
+};
+
+/* clang-format off */
+static const SyscallRule python3_rules[] = {
+        /* name           action        reason */
+        { "bind",         RULE_NETWORK, "urllib3 probes IPv6 with bind([::1]:0) at import (network runs)" },
+        { "connect",      RULE_NETWORK, "TCP and resolver connects" },
+        { "epoll_wait",   RULE_ALLOW,   "asyncio selector event loop" },
+        { "getpeername",  RULE_NETWORK, "ssl module checks that the socket is connected" },
+        { "getsockname",  RULE_ALLOW,   "asyncio's self-pipe socketpair; TCP sockets with network" },
+        { "getsockopt",   RULE_NETWORK, "SO_ERROR after a non-blocking connect" },
+        { "mbind",        RULE_ALLOW,   "OpenBLAS buffer allocation (MPOL_PREFERRED), when it is libblas" },
+        { "pipe2",        RULE_EPERM,   "subprocess.Popen fails cleanly (pandas' `uname -p` at import)" },
+        { "recvfrom",     RULE_ALLOW,   "asyncio self-pipe wake-up; TCP/UDP receive with network" },
+        { "recvmsg",      RULE_NETWORK, "receiving on sockets (ssl, asyncio transports)" },
+        { "sendmmsg",     RULE_NETWORK, "glibc resolver sends A and AAAA queries together" },
+        { "sendmsg",      RULE_NETWORK, "sending on sockets (asyncio transports)" },
+        { "sendto",       RULE_ALLOW,   "asyncio self-pipe write; TCP/UDP send with network" },
+        { "setsockopt",   RULE_NETWORK, "TCP_NODELAY (urllib3, httpcore), IP_RECVERR (resolver)" },
+        { "shutdown",     RULE_NETWORK, "SHUT_WR when httpx closes a connection" },
+        { "socket",       RULE_SOCKET,  "TCP/UDP with network; EACCES otherwise, so glibc skips nscd" },
+        { "socketpair",   RULE_ALLOW,   "asyncio self-pipe (AF_UNIX pair, reaches nothing outside)" },
+};
+/* clang-format on */
+
+static const Runtime python3 = {
+        .language = LANGUAGE_PYTHON3,
+        .name = "python3",
+        .argv_tail = python3_argv_tail,
+        .environment = python3_environment,
+        .rules = python3_rules,
+        .n_rules = sizeof(python3_rules) / sizeof(python3_rules[0]),
+};
+
+const Runtime *python3_runtime(void) {
+        return &python3;
+}

@@ -1,0 +1,492 @@
+/* cgroup: see cgroup.h. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "common/cleanup.h"
+#include "common/parse.h"
+
+typedef enum Hierarchy {
+        HIERARCHY_MEMORY, /* v1 memory, or the unified hierarchy */
+        HIERARCHY_PIDS,
+        HIERARCHY_CPU,
+        _HIERARCHY_MAX,
+} Hierarchy;
+
+struct CgroupLayout {
+        bool v2;
+        char *base[_HIERARCHY_MAX]; /* <mount><own>/difysandbox; v2 uses base[HIERARCHY_MEMORY] only */
+};
+
+struct RunCgroup {
+        const CgroupLayout *layout;
+        char *path[_HIERARCHY_MAX];
+};
+
+static const char *const v1_controllers[_HIERARCHY_MAX] = { "memory", "pids", "cpu" };
+
+DEFINE_POINTER_CLEANUP(FILE *, fclose);
+DEFINE_POINTER_CLEANUP(CgroupLayout *, cgroup_layout_free);
+DEFINE_POINTER_CLEANUP(RunCgroup *, cgroup_run_destroy);
+
+static int read_file(const char *path, char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, alloc = 4096;
+        ssize_t n;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        buf = malloc(alloc);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                if (size + 1 >= alloc) {
+                        char *b;
+                        if (alloc > (1U << 24))
+                                return -EFBIG;
+                        b = realloc(buf, alloc * 2);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                        alloc *= 2;
+                }
+                n = read(fd, buf + size, alloc - size - 1);
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+        }
+        buf[size] = '\0';
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static int write_file(const char *dir, const char *file, const char *format, ...)
+        __attribute__((format(printf, 3, 4)));
+static int write_file(const char *dir, const char *file, const char *format, ...) {
+        _cleanup_free_ char *path = NULL, *value = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        va_list ap;
+        int len;
+
+        if (asprintf(&path, "%s/%s", dir, file) < 0)
+                return -ENOMEM;
+        va_start(ap, format);
+        len = vasprintf(&value, format, ap);
+        va_end(ap);
+        if (len < 0)
+                return -ENOMEM;
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, value, (size_t) len) != len)
+                return errno > 0 ? -errno : -EIO;
+        return 0;
+}
+
+/* Reads "key value" lines (memory.events, memory.oom_control) and returns value of key. */
+static int read_keyed(const char *dir, const char *file, const char *key, uint64_t *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t klen = strlen(key);
+        int r;
+
+        if (asprintf(&path, "%s/%s", dir, file) < 0)
+                return -ENOMEM;
+        r = read_file(path, &text);
+        if (r < 0)
+                return r;
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+                if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
+                        return parse_uint64(line + klen + 1, ret);
+        return -ENOENT;
+}
+
+static int read_number(const char *dir, const char *file, uint64_t *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        int r;
+
+        if (asprintf(&path, "%s/%s", dir, file) < 0)
+                return -ENOMEM;
+        r = read_file(path, &text);
+        if (r < 0)
+                return r;
+        text[strcspn(text, "\n")] = '\0';
+        return parse_uint64(text, ret);
+}
+
+/* The mount point of the hierarchy whose super options name controller (v1), or of cgroup2 when
+ * controller is NULL, with the mount's root (usually "/"). From /proc/self/mountinfo. */
+static int find_mount(const char *controller, char **ret_mount, char **ret_root) {
+        _cleanup_(fclosep) FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+
+        f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return -errno;
+        while (getline(&line, &n, f) > 0) {
+                char *fields[16] = { 0 }, *save = NULL, *p, *fstype, *super;
+                size_t nf = 0;
+
+                for (p = strtok_r(line, " \n", &save); p && nf < 16; p = strtok_r(NULL, " \n", &save))
+                        fields[nf++] = p;
+                /* id parent major:minor root mountpoint options [optional...] - fstype source super */
+                size_t dash = 6;
+                while (dash < nf && strcmp(fields[dash], "-") != 0)
+                        dash++;
+                if (dash + 3 >= nf + 1 || dash + 3 > nf)
+                        continue;
+                fstype = fields[dash + 1];
+                super = fields[dash + 3];
+                if (!controller) {
+                        if (strcmp(fstype, "cgroup2") != 0)
+                                continue;
+                } else {
+                        bool found = false;
+                        if (strcmp(fstype, "cgroup") != 0)
+                                continue;
+                        for (char *o = strtok_r(super, ",", &save); o; o = strtok_r(NULL, ",", &save))
+                                if (strcmp(o, controller) == 0)
+                                        found = true;
+                        if (!found)
+                                continue;
+                }
+                *ret_mount = strdup(fields[4]);
+                *ret_root = strdup(fields[3]);
+                if (!*ret_mount || !*ret_root) {
+                        free(*ret_mount);
+                        free(*ret_root);
+                        return -ENOMEM;
+                }
+                return 0;
+        }
+        return -ENOENT;
+}
+
+/* This process's cgroup in the hierarchy named by controller ("" for the unified one). */
+static int own_cgroup(const char *controller, char **ret) {
+        _cleanup_(fclosep) FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+
+        f = fopen("/proc/self/cgroup", "re");
+        if (!f)
+                return -errno;
+        while (getline(&line, &n, f) > 0) {
+                char *ctrls, *path, *save = NULL;
+                bool match = false;
+
+                line[strcspn(line, "\n")] = '\0';
+                ctrls = strchr(line, ':');
+                if (!ctrls)
+                        continue;
+                path = strchr(++ctrls, ':');
+                if (!path)
+                        continue;
+                *path++ = '\0';
+                if (*controller == '\0')
+                        match = *ctrls == '\0';
+                else
+                        for (char *c = strtok_r(ctrls, ",", &save); c; c = strtok_r(NULL, ",", &save))
+                                if (strcmp(c, controller) == 0)
+                                        match = true;
+                if (!match)
+                        continue;
+                *ret = strdup(path);
+                return *ret ? 0 : -ENOMEM;
+        }
+        return -ENOENT;
+}
+
+/* <mount><own path relative to the mount's root>/difysandbox */
+static int base_path(const char *controller, char **ret) {
+        _cleanup_free_ char *mount = NULL, *root = NULL, *own = NULL;
+        const char *rel;
+        int r;
+
+        r = find_mount(*controller ? controller : NULL, &mount, &root);
+        if (r < 0)
+                return r;
+        r = own_cgroup(controller, &own);
+        if (r < 0)
+                return r;
+        rel = own;
+        if (strcmp(root, "/") != 0) {
+                size_t len = strlen(root);
+                if (strncmp(own, root, len) != 0 || (own[len] != '/' && own[len] != '\0'))
+                        return -ENOENT; /* our cgroup is not visible through this mount */
+                rel = own + len;
+        }
+        if (strcmp(rel, "/") == 0)
+                rel = "";
+        return asprintf(ret, "%s%s/difysandbox", mount, rel) < 0 ? -ENOMEM : 0;
+}
+
+static bool v2_has_controllers(const char *base) {
+        _cleanup_free_ char *parent = NULL, *path = NULL, *text = NULL;
+        static const char *const needed[] = { "memory", "pids", "cpu" };
+        char *slash;
+
+        parent = strdup(base);
+        if (!parent)
+                return false;
+        slash = strrchr(parent, '/');
+        if (!slash)
+                return false;
+        *slash = '\0';
+        if (asprintf(&path, "%s/cgroup.controllers", parent) < 0 || read_file(path, &text) < 0)
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(needed); i++) {
+                bool found = false;
+                char *save = NULL;
+                _cleanup_free_ char *copy = strdup(text);
+                if (!copy)
+                        return false;
+                for (char *w = strtok_r(copy, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
+                        if (strcmp(w, needed[i]) == 0)
+                                found = true;
+                if (!found)
+                        return false;
+        }
+        return true;
+}
+
+int cgroup_layout_detect(CgroupLayout **ret) {
+        _cleanup_(cgroup_layout_freep) CgroupLayout *layout = NULL;
+        _cleanup_free_ char *v2base = NULL;
+        int r;
+
+        layout = calloc(1, sizeof(*layout));
+        if (!layout)
+                return -ENOMEM;
+
+        if (base_path("", &v2base) >= 0 && v2_has_controllers(v2base)) {
+                layout->v2 = true;
+                layout->base[HIERARCHY_MEMORY] = TAKE_PTR(v2base);
+                *ret = TAKE_PTR(layout);
+                return 0;
+        }
+
+        for (Hierarchy h = 0; h < _HIERARCHY_MAX; h++) {
+                r = base_path(v1_controllers[h], &layout->base[h]);
+                if (r < 0)
+                        return r == -ENOENT ? -EOPNOTSUPP : r;
+        }
+        *ret = TAKE_PTR(layout);
+        return 0;
+}
+
+CgroupLayout *cgroup_layout_free(CgroupLayout *layout) {
+        if (layout) {
+                for (Hierarchy h = 0; h < _HIERARCHY_MAX; h++)
+                        free(layout->base[h]);
+                free(layout);
+        }
+        return NULL;
+}
+
+bool cgroup_layout_is_v2(const CgroupLayout *layout) {
+        return layout->v2;
+}
+
+static int run_path(const CgroupLayout *layout, Hierarchy h, uid_t uid, char **ret) {
+        return asprintf(ret, "%s/run-%u", layout->base[h], (unsigned) uid) < 0 ? -ENOMEM : 0;
+}
+
+int cgroup_layout_run_path(const CgroupLayout *layout, uid_t uid, char **ret) {
+        return run_path(layout, HIERARCHY_MEMORY, uid, ret);
+}
+
+static void sleep_usec(long usec) {
+        struct timespec ts = { .tv_sec = usec / 1000000, .tv_nsec = (usec % 1000000) * 1000 };
+        (void) nanosleep(&ts, NULL); /* a shorter sleep only means one more try */
+}
+
+/* SIGKILLs every process in the cgroup at path. Everything there is a process of this run. */
+static int kill_all(const char *path, bool v2) {
+        _cleanup_free_ char *procs = NULL, *text = NULL;
+        int r;
+
+        if (v2 && write_file(path, "cgroup.kill", "1") >= 0)
+                return 0;
+        if (asprintf(&procs, "%s/cgroup.procs", path) < 0)
+                return -ENOMEM;
+        r = read_file(procs, &text);
+        if (r < 0)
+                return r;
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+                uint64_t pid;
+                if (parse_uint64(line, &pid) < 0 || pid == 0 || pid > INT32_MAX)
+                        continue;
+                (void) kill((pid_t) pid, SIGKILL); /* it may have exited meanwhile */
+        }
+        return 0;
+}
+
+/* Removes the cgroup at path, killing what is left in it; waits up to a second for the kernel to let
+ * dying tasks go. Absent is success. */
+static int remove_cgroup(const char *path, bool v2) {
+        for (int i = 0; i < 1000; i++) {
+                if (rmdir(path) >= 0 || errno == ENOENT)
+                        return 0;
+                if (errno != EBUSY)
+                        return -errno;
+                (void) kill_all(path, v2);
+                sleep_usec(i < 10 ? 100 : 1000);
+        }
+        return -EBUSY;
+}
+
+static int ensure_v2_delegation(const CgroupLayout *layout) {
+        _cleanup_free_ char *parent = NULL;
+        char *slash;
+        int r;
+
+        parent = strdup(layout->base[HIERARCHY_MEMORY]);
+        if (!parent)
+                return -ENOMEM;
+        slash = strrchr(parent, '/');
+        *slash = '\0';
+        /* Fails with EBUSY if our own cgroup holds processes and the controllers are not yet enabled:
+         * then the caller must run us in a delegated cgroup (systemd Delegate=yes) or under systemd. */
+        r = write_file(parent, "cgroup.subtree_control", "+memory +pids +cpu");
+        if (r < 0)
+                return r;
+        if (mkdir(layout->base[HIERARCHY_MEMORY], 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return write_file(layout->base[HIERARCHY_MEMORY], "cgroup.subtree_control", "+memory +pids +cpu");
+}
+
+static int write_limits_v2(const char *path, const CgroupLimits *limits) {
+        int r;
+
+        r = write_file(path, "memory.max", "%" PRIu64, limits->memory_max);
+        if (r < 0)
+                return r;
+        r = write_file(path, "memory.swap.max", "0");
+        if (r < 0 && r != -ENOENT) /* absent without swap accounting: then there is no swap to use */
+                return r;
+        r = write_file(path, "pids.max", "%" PRIu32, limits->tasks_max);
+        if (r < 0)
+                return r;
+        return write_file(path, "cpu.max", "%" PRIu64 " 100000", (uint64_t) limits->cpu_quota_percent * 1000);
+}
+
+static int write_limits_v1(RunCgroup *cg, const CgroupLimits *limits) {
+        int r;
+
+        r = write_file(cg->path[HIERARCHY_MEMORY], "memory.limit_in_bytes", "%" PRIu64, limits->memory_max);
+        if (r < 0)
+                return r;
+        r = write_file(cg->path[HIERARCHY_MEMORY], "memory.memsw.limit_in_bytes", "%" PRIu64,
+                       limits->memory_max);
+        if (r < 0 && r != -ENOENT) /* absent without swap accounting: then there is no swap to use */
+                return r;
+        r = write_file(cg->path[HIERARCHY_PIDS], "pids.max", "%" PRIu32, limits->tasks_max);
+        if (r < 0)
+                return r;
+        r = write_file(cg->path[HIERARCHY_CPU], "cpu.cfs_period_us", "100000");
+        if (r < 0)
+                return r;
+        return write_file(cg->path[HIERARCHY_CPU], "cpu.cfs_quota_us", "%" PRIu64,
+                          (uint64_t) limits->cpu_quota_percent * 1000);
+}
+
+int cgroup_run_create(const CgroupLayout *layout, uid_t uid, const CgroupLimits *limits, RunCgroup **ret) {
+        _cleanup_(cgroup_run_destroyp) RunCgroup *cg = NULL;
+        Hierarchy n = layout->v2 ? 1 : _HIERARCHY_MAX;
+        int r;
+
+        if (limits->memory_max == 0 || limits->cpu_quota_percent == 0 || limits->tasks_max == 0)
+                return -EINVAL;
+
+        if (layout->v2) {
+                r = ensure_v2_delegation(layout);
+                if (r < 0)
+                        return r;
+        }
+
+        cg = calloc(1, sizeof(*cg));
+        if (!cg)
+                return -ENOMEM;
+        cg->layout = layout;
+        for (Hierarchy h = 0; h < n; h++) {
+                r = run_path(layout, h, uid, &cg->path[h]);
+                if (r < 0)
+                        return r;
+                /* A cgroup left by a holder of this UID that was killed: it is ours now. */
+                r = remove_cgroup(cg->path[h], layout->v2);
+                if (r < 0)
+                        return r;
+                if (mkdir(layout->base[h], 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                if (mkdir(cg->path[h], 0755) < 0)
+                        return -errno;
+        }
+
+        r = layout->v2 ? write_limits_v2(cg->path[HIERARCHY_MEMORY], limits) : write_limits_v1(cg, limits);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(cg);
+        return 0;
+}
+
+int cgroup_run_attach(RunCgroup *cg, pid_t pid) {
+        Hierarchy n = cg->layout->v2 ? 1 : _HIERARCHY_MAX;
+        int r;
+
+        for (Hierarchy h = 0; h < n; h++) {
+                r = write_file(cg->path[h], "cgroup.procs", "%d", (int) pid);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int cgroup_run_stats(RunCgroup *cg, uint64_t *ret_oom_kills, uint64_t *ret_memory_peak) {
+        const char *mem = cg->path[HIERARCHY_MEMORY];
+        uint64_t oom = 0, peak = 0;
+        int r;
+
+        if (cg->layout->v2) {
+                r = read_keyed(mem, "memory.events", "oom_kill", &oom);
+                if (r < 0)
+                        return r;
+                (void) read_number(mem, "memory.peak", &peak); /* Linux 5.19+; 0 = unknown before */
+        } else {
+                r = read_keyed(mem, "memory.oom_control", "oom_kill", &oom);
+                if (r < 0)
+                        return r;
+                (void) read_number(mem, "memory.max_usage_in_bytes", &peak); /* 0 = unknown */
+        }
+        *ret_oom_kills = oom;
+        *ret_memory_peak = peak;
+        return 0;
+}
+
+RunCgroup *cgroup_run_destroy(RunCgroup *cg) {
+        if (!cg)
+                return NULL;
+        for (Hierarchy h = 0; h < _HIERARCHY_MAX; h++) {
+                if (cg->path[h])
+                        (void) remove_cgroup(cg->path[h], cg->layout->v2); /* what stays is removed by
+                                                                           * the next holder of the UID */
+                free(cg->path[h]);
+        }
+        free(cg);
+        return NULL;
+}

@@ -1,0 +1,36 @@
+#pragma once
+/* cgroup: owns the standalone cgroups of runs (DESIGN §3.4, used where systemd is not PID 1). They live
+ * below this process's own cgroup, as <own>/difysandbox/run-<uid>: in the cgroup v2 hierarchy where its
+ * memory, pids and cpu controllers are available, else in the v1 memory, pids and cpu hierarchies. A
+ * run cgroup is keyed by the run's UID, so whoever holds that UID (uidpool.h) owns it, and a cgroup left
+ * by a killed worker is cleaned by the next holder of the UID. Nothing above <own>/difysandbox is
+ * written. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct CgroupLimits {
+        uint64_t memory_max;        /* bytes; swap is never allowed */
+        uint32_t cpu_quota_percent; /* percent of one CPU */
+        uint32_t tasks_max;
+} CgroupLimits;
+
+typedef struct CgroupLayout CgroupLayout;
+typedef struct RunCgroup RunCgroup;
+
+/* Finds the hierarchies and this process's place in them. -EOPNOTSUPP when no usable memory, pids and
+ * cpu controllers are found. */
+int cgroup_layout_detect(CgroupLayout **ret);
+CgroupLayout *cgroup_layout_free(CgroupLayout *layout);
+bool cgroup_layout_is_v2(const CgroupLayout *layout);
+/* The run cgroup's directory in the memory hierarchy (v1) or the unified one (v2), for tests. */
+int cgroup_layout_run_path(const CgroupLayout *layout, uid_t uid, char **ret);
+
+/* Creates the run cgroup of uid (after cleaning a stale one) and writes the limits. */
+int cgroup_run_create(const CgroupLayout *layout, uid_t uid, const CgroupLimits *limits, RunCgroup **ret);
+int cgroup_run_attach(RunCgroup *cg, pid_t pid);
+/* oom_kills: OOM kills inside the run so far; memory_peak: the most memory it held, 0 when unknown. */
+int cgroup_run_stats(RunCgroup *cg, uint64_t *ret_oom_kills, uint64_t *ret_memory_peak);
+/* Kills whatever is left in the run cgroup (all of it is the run's) and removes it. NULL-safe. */
+RunCgroup *cgroup_run_destroy(RunCgroup *cg);

@@ -1,0 +1,120 @@
+/* child: see child.h. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "creds.h"
+#include "enter/enter-protocol.h"
+#include "rlimits.h"
+#include "rootfs.h"
+#include "seccomp.h"
+
+static const char *const step_names[_CHILD_STEP_MAX] = {
+        [CHILD_STEP_SYNC] = "sync",         [CHILD_STEP_ROOTFS] = "rootfs", [CHILD_STEP_HOSTNAME] = "hostname",
+        [CHILD_STEP_CGROUPNS] = "cgroupns", [CHILD_STEP_FDS] = "fds",       [CHILD_STEP_RLIMITS] = "rlimits",
+        [CHILD_STEP_CREDS] = "credentials", [CHILD_STEP_SECCOMP] = "seccomp", [CHILD_STEP_EXEC] = "exec",
+};
+
+const char *child_step_to_string(ChildStep step) {
+        if (step < 0 || step >= _CHILD_STEP_MAX)
+                return NULL;
+        return step_names[step];
+}
+
+static void child_failed(int status_fd, ChildStep step, int error) __attribute__((noreturn));
+static void child_failed(int status_fd, ChildStep step, int error) {
+        ChildFailure f = { .step = step, .error = error };
+        (void) !write(status_fd, &f, sizeof(f)); /* if even this fails, the parent sees exit 127 */
+        _exit(127);
+}
+
+/* Moves fd above every slot we are about to fill, close-on-exec. */
+static int lift(int fd) {
+        return fcntl(fd, F_DUPFD_CLOEXEC, ENTER_FD_FIRST_FREE + 16);
+}
+
+/* stdin is /dev/null of the new root; then stdout, stderr and the enter library's fds in their slots,
+ * without close-on-exec; every other fd is marked close-on-exec (the status pipe stays usable until
+ * execve() closes it). */
+static int place_fds(const RunPlan *plan, int code_fd, int filter_fd, int ack_fd, int out_fd, int err_fd) {
+        int null_fd;
+
+        null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null_fd < 0)
+                return -errno;
+        if (dup3(null_fd, STDIN_FILENO, 0) < 0 || dup3(out_fd, STDOUT_FILENO, 0) < 0 ||
+            dup3(err_fd, STDERR_FILENO, 0) < 0 || dup3(filter_fd, ENTER_FD_FILTER, 0) < 0 ||
+            dup3(code_fd, ENTER_FD_CODE, 0) < 0 || dup3(ack_fd, ENTER_FD_ACK, 0) < 0)
+                return -errno;
+        (void) plan;
+        /* CODE_FD (3) stays free until the enter library fills it from ENTER_FD_CODE. */
+        (void) close(CODE_FD);
+        if (syscall(SYS_close_range, ENTER_FD_FIRST_FREE, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+                return -errno;
+        return 0;
+}
+
+void child_run(const RunPlan *plan) {
+        int status_fd, sync_fd, code_fd, filter_fd, ack_fd, out_fd, err_fd;
+        char byte;
+        int r;
+
+        /* If the parent dies, so does the run: PID 1 of the run's namespace takes everything with it. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                _exit(127);
+
+        status_fd = lift(plan->status_fd);
+        sync_fd = lift(plan->sync_fd);
+        code_fd = lift(plan->code_fd);
+        filter_fd = lift(plan->filter_fd);
+        ack_fd = lift(plan->ack_fd);
+        out_fd = lift(plan->stdout_fd);
+        err_fd = lift(plan->stderr_fd);
+        if (status_fd < 0)
+                _exit(127);
+        if (sync_fd < 0 || code_fd < 0 || filter_fd < 0 || ack_fd < 0 || out_fd < 0 || err_fd < 0)
+                child_failed(status_fd, CHILD_STEP_FDS, -errno);
+
+        r = rootfs_enter(plan); /* read-only tree, tmpfs /tmp, /dev nodes, pivot_root, old root detached */
+        if (r < 0)
+                child_failed(status_fd, CHILD_STEP_ROOTFS, r);
+
+        if (sethostname("sandbox", strlen("sandbox")) < 0)
+                child_failed(status_fd, CHILD_STEP_HOSTNAME, -errno);
+
+        /* The parent moves us into the run's cgroup while we built the root; EOF means it died. */
+        if (read(sync_fd, &byte, 1) != 1)
+                child_failed(status_fd, CHILD_STEP_SYNC, -EPIPE);
+        (void) close(sync_fd);
+
+        /* Now that we are inside the run's cgroup, make it the root of what the run can see. */
+        if (unshare(CLONE_NEWCGROUP) < 0)
+                child_failed(status_fd, CHILD_STEP_CGROUPNS, -errno);
+
+        r = place_fds(plan, code_fd, filter_fd, ack_fd, out_fd, err_fd);
+        if (r < 0)
+                child_failed(status_fd, CHILD_STEP_FDS, r);
+
+        r = rlimits_apply(plan); /* as root, so hard limits can be set before the privileges go */
+        if (r < 0)
+                child_failed(status_fd, CHILD_STEP_RLIMITS, r);
+
+        r = creds_drop(plan->uid, plan->gid, plan->no_caps); /* ends with no_new_privs */
+        if (r < 0)
+                child_failed(status_fd, CHILD_STEP_CREDS, r);
+
+        r = seccomp_install(plan->exec_stage); /* last, as in bubblewrap: it only covers what follows */
+        if (r < 0)
+                child_failed(status_fd, CHILD_STEP_SECCOMP, r);
+
+        execve(plan->exec_path, plan->argv, plan->envp);
+        child_failed(status_fd, CHILD_STEP_EXEC, -errno);
+}

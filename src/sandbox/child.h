@@ -1,0 +1,70 @@
+#pragma once
+/* child: the run's first process, from clone() to execve() of the interpreter (DESIGN §3, steps 3–7).
+ * child_setup() is the table of contents of the isolation chain; each step is one call into its own
+ * file. The child allocates nothing (it is a clone of a process that may have threads): everything it
+ * needs is prepared by the parent in a RunPlan. It never logs: it reports (step, errno) on its status
+ * pipe and _exit()s, and the parent logs. */
+
+#include <stdint.h>
+#include <sys/capability.h>
+#include <sys/types.h>
+
+typedef struct SeccompProgram SeccompProgram;
+
+typedef enum ChildStep {
+        CHILD_STEP_SYNC,     /* waiting for the parent to put us into the run's cgroup */
+        CHILD_STEP_ROOTFS,   /* private read-only root, /tmp, /dev, pivot_root */
+        CHILD_STEP_HOSTNAME, /* UTS namespace name */
+        CHILD_STEP_CGROUPNS, /* cgroup namespace rooted at the run's cgroup */
+        CHILD_STEP_FDS,      /* stdio and the enter library's fds in place, nothing else inherited */
+        CHILD_STEP_RLIMITS,  /* CPU time, open files, tasks, file size, core dumps */
+        CHILD_STEP_CREDS,    /* bounding set, setgroups → setgid → setuid, capabilities, no_new_privs */
+        CHILD_STEP_SECCOMP,  /* the exec stage of the filter */
+        CHILD_STEP_EXEC,     /* execve() of the interpreter inside the root */
+        _CHILD_STEP_MAX,
+} ChildStep;
+
+const char *child_step_to_string(ChildStep step);
+
+/* What the child reports on its status pipe when a step fails; nothing is written on success (the pipe
+ * is close-on-exec, so the parent reads EOF once the interpreter is executing). */
+typedef struct ChildFailure {
+        int32_t step;  /* ChildStep */
+        int32_t error; /* negative errno */
+} ChildFailure;
+
+typedef struct RunPlan {
+        /* root (rootfs.c): all paths are absolute host paths, computed by the parent */
+        const char *root;           /* the runtime tree, bound read-only as / */
+        const char *root_tmp;       /* <root>/tmp */
+        const char *tmp_options;    /* tmpfs options of /tmp: size, nr_inodes, mode */
+        const char *dev_sources[3]; /* /dev/null, /dev/zero, /dev/urandom */
+        const char *dev_targets[3]; /* <root>/dev/... */
+        const char *enter_source;   /* the enter library on the host */
+        const char *enter_target;   /* <root>/usr/lib/difysandbox/libdifysandbox-enter.so */
+
+        /* identity and limits */
+        uid_t uid;
+        gid_t gid;
+        cap_t no_caps;        /* an empty capability set, allocated by the parent */
+        uint64_t cpu_seconds; /* RLIMIT_CPU */
+        uint64_t open_files;  /* RLIMIT_NOFILE */
+        uint64_t tasks;       /* RLIMIT_NPROC: the UID is the run's alone, so this counts the run */
+        uint64_t file_size;   /* RLIMIT_FSIZE */
+
+        const SeccompProgram *exec_stage;
+        const char *exec_path; /* the interpreter, same path inside the root */
+        char *const *argv;
+        char *const *envp;
+
+        /* fds of the parent's pipes, child ends */
+        int sync_fd;   /* read: one byte when the child is in its cgroup; EOF = parent gone */
+        int status_fd; /* write, close-on-exec: ChildFailure */
+        int code_fd;   /* read: the code, becomes ENTER_FD_CODE */
+        int filter_fd; /* read: the final stage, becomes ENTER_FD_FILTER */
+        int ack_fd;    /* write: becomes ENTER_FD_ACK */
+        int stdout_fd, stderr_fd;
+} RunPlan;
+
+/* Runs the chain and execs the interpreter; returns only on failure, after reporting it. */
+void child_run(const RunPlan *plan) __attribute__((noreturn));

@@ -1,0 +1,83 @@
+/* result: see result.h. */
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "result.h"
+
+static const char *const result_names[_RUN_RESULT_MAX] = {
+        [RUN_RESULT_OK] = "ok",
+        [RUN_RESULT_ERROR] = "error",
+        [RUN_RESULT_TIMEOUT] = "timeout",
+        [RUN_RESULT_MEMORY] = "memory",
+        [RUN_RESULT_SECCOMP] = "seccomp",
+        [RUN_RESULT_OUTPUT_TRUNCATED] = "output-truncated",
+};
+
+static const char *const result_lines[_RUN_RESULT_MAX] = {
+        [RUN_RESULT_TIMEOUT] = "error: timeout",
+        [RUN_RESULT_MEMORY] = "error: memory limit exceeded",
+        [RUN_RESULT_SECCOMP] = "error: operation not permitted",
+        [RUN_RESULT_OUTPUT_TRUNCATED] = "error: output limit exceeded",
+};
+
+const char *run_result_to_string(RunResult result) {
+        if (result < 0 || result >= _RUN_RESULT_MAX)
+                return NULL;
+        return result_names[result];
+}
+
+RunResult run_result_from_string(const char *s) {
+        for (RunResult r = 0; s && r < _RUN_RESULT_MAX; r++)
+                if (strcmp(result_names[r], s) == 0)
+                        return r;
+        return _RUN_RESULT_INVALID;
+}
+
+RunResult result_classify(const RunFacts *f) {
+        /* What the sandbox did to the run comes first: a run we killed died of SIGKILL, which says
+         * nothing by itself. */
+        if (f->timed_out || f->cpu_limit_hit)
+                return RUN_RESULT_TIMEOUT;
+        if (f->output_truncated)
+                return RUN_RESULT_OUTPUT_TRUNCATED;
+        if (f->oom_kills > 0)
+                return RUN_RESULT_MEMORY;
+        if (WIFSIGNALED(f->wait_status) && WTERMSIG(f->wait_status) == SIGSYS)
+                return RUN_RESULT_SECCOMP;
+        if (WIFEXITED(f->wait_status) && WEXITSTATUS(f->wait_status) == 0)
+                return RUN_RESULT_OK;
+        return RUN_RESULT_ERROR;
+}
+
+int result_exit_code(const RunFacts *f) {
+        if (WIFEXITED(f->wait_status))
+                return WEXITSTATUS(f->wait_status);
+        if (WIFSIGNALED(f->wait_status))
+                return 128 + WTERMSIG(f->wait_status);
+        return -1;
+}
+
+int result_format_error(RunResult result, int exit_code, const char *stderr_text, char **ret) {
+        const char *line = NULL;
+        char *s;
+
+        if (result < 0 || result >= _RUN_RESULT_MAX)
+                return -EINVAL;
+        if (result == RUN_RESULT_OK && exit_code == 0) {
+                s = strdup("");
+                if (!s)
+                        return -ENOMEM;
+                *ret = s;
+                return 0;
+        }
+        line = result_lines[result];
+        if (asprintf(&s, "process exited with code %d\n%s%s%s", exit_code, line ? line : "", line ? "\n" : "",
+                     stderr_text ? stderr_text : "") < 0)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}

@@ -1,0 +1,38 @@
+#pragma once
+/* result: turns what happened to a run into the API's answer (DESIGN §3.10 and §1): the result kind,
+ * the exit code, and the `error` text. Pure logic, no I/O. */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum RunResult {
+        RUN_RESULT_OK,
+        RUN_RESULT_ERROR,
+        RUN_RESULT_TIMEOUT,
+        RUN_RESULT_MEMORY,
+        RUN_RESULT_SECCOMP,
+        RUN_RESULT_OUTPUT_TRUNCATED,
+        _RUN_RESULT_MAX,
+        _RUN_RESULT_INVALID = -EINVAL,
+} RunResult;
+
+typedef struct RunFacts {
+        int wait_status;       /* as from waitpid() */
+        bool timed_out;        /* the wall-clock deadline passed */
+        bool cpu_limit_hit;    /* CPU time reached RLIMIT_CPU */
+        bool output_truncated; /* the output cap was reached */
+        uint64_t oom_kills;    /* OOM kills in the run's cgroup */
+} RunFacts;
+
+RunResult result_classify(const RunFacts *facts);
+/* The exit status, or 128 + the signal for a run killed by one (the shell's convention). */
+int result_exit_code(const RunFacts *facts);
+const char *run_result_to_string(RunResult result);
+RunResult run_result_from_string(const char *s);
+
+/* The API's `error`: empty for exit 0 and RUN_RESULT_OK; otherwise "process exited with code N", then
+ * the line of the result ("error: timeout", "error: operation not permitted", "error: memory limit
+ * exceeded", "error: output limit exceeded"), then the stderr text, each on its own line. */
+int result_format_error(RunResult result, int exit_code, const char *stderr_text, char **ret);

@@ -1,0 +1,60 @@
+/* rootfs: see rootfs.h. */
+
+#include <errno.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "rootfs.h"
+
+/* A read-only bind of source onto target. The remount is what makes it read-only: MS_RDONLY is ignored
+ * on the first MS_BIND call. */
+static int bind_readonly(const char *source, const char *target, unsigned long extra_flags) {
+        if (mount(source, target, NULL, MS_BIND, NULL) < 0)
+                return -errno;
+        if (mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | extra_flags, NULL) < 0)
+                return -errno;
+        return 0;
+}
+
+int rootfs_enter(const RunPlan *plan) {
+        int r;
+
+        /* Nothing we mount may propagate back to the host, and nothing of the host's may arrive. */
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return -errno;
+
+        /* Not MS_REC: only the tree itself, none of what may be mounted below it on the host. */
+        r = bind_readonly(plan->root, plan->root, MS_NODEV);
+        if (r < 0)
+                return r;
+
+        /* noexec: code cannot map a file it wrote as executable; size and inodes are capped. */
+        if (mount("tmpfs", plan->root_tmp, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, plan->tmp_options) < 0)
+                return -errno;
+
+        /* Device nodes: their own mounts (the root is nodev), read-only (data still flows: a device's
+         * I/O is not a write to the filesystem), noexec. */
+        for (int i = 0; i < 3; i++) {
+                r = bind_readonly(plan->dev_sources[i], plan->dev_targets[i], MS_NOEXEC);
+                if (r < 0)
+                        return r;
+        }
+
+        r = bind_readonly(plan->enter_source, plan->enter_target, MS_NODEV);
+        if (r < 0)
+                return r;
+
+        /* pivot_root(".", ".") stacks the old root under the new one; detaching "." then removes it, so
+         * no path leads back to the host (the same trick as nsjail's initCloneNs). */
+        if (chdir(plan->root) < 0)
+                return -errno;
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                return -errno;
+        if (umount2(".", MNT_DETACH) < 0)
+                return -errno;
+        if (chdir("/tmp") < 0)
+                return -errno;
+        return 0;
+}

@@ -1,0 +1,426 @@
+/* run: see run.h. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sys/capability.h>
+
+#include "cgroup.h"
+#include "child.h"
+#include "common/cleanup.h"
+#include "common/config.h"
+#include "output.h"
+#include "run.h"
+#include "seccomp.h"
+#include "uidpool.h"
+
+DEFINE_POINTER_CLEANUP(UidLease *, uidpool_release);
+DEFINE_POINTER_CLEANUP(RunCgroup *, cgroup_run_destroy);
+DEFINE_POINTER_CLEANUP(CgroupLayout *, cgroup_layout_free);
+DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
+
+struct Sandbox {
+        const Config *cfg;
+        CgroupLayout *cgroups;
+        cap_t no_caps;
+        /* compiled once per process: [language][network][stage] */
+        SeccompProgram *filters[_LANGUAGE_MAX][2][_SECCOMP_STAGE_MAX];
+};
+
+static const char *const dev_nodes[3] = { "/dev/null", "/dev/zero", "/dev/urandom" };
+#define ENTER_TARGET "/usr/lib/difysandbox/libdifysandbox-enter.so"
+
+static int fail(RunFailure *reterr, const char *step, int error, const char *detail) {
+        if (reterr) {
+                *reterr = (RunFailure){ .step = step, .error = error };
+                if (detail)
+                        reterr->detail = strdup(detail); /* best effort: the step and error still tell */
+        }
+        return error;
+}
+
+void run_failure_done(RunFailure *f) {
+        free(f->detail);
+        *f = (RunFailure){ 0 };
+}
+
+int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
+        _cleanup_(sandbox_freep) Sandbox *sb = NULL;
+        int r;
+
+        sb = calloc(1, sizeof(*sb));
+        if (!sb)
+                return fail(reterr, "init", -ENOMEM, NULL);
+        sb->cfg = cfg;
+
+        r = cgroup_layout_detect(&sb->cgroups);
+        if (r < 0)
+                return fail(reterr, "cgroup", r, "no usable memory, pids and cpu cgroup controllers");
+
+        sb->no_caps = cap_init(); /* empty: the child sets it after setuid() */
+        if (!sb->no_caps)
+                return fail(reterr, "init", -ENOMEM, NULL);
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                for (int net = 0; net < 2; net++)
+                        for (SeccompStage s = 0; s < _SECCOMP_STAGE_MAX; s++) {
+                                r = seccomp_compile(runtime_get(l), net, s, cfg->allowed_syscalls,
+                                                    &sb->filters[l][net][s]);
+                                if (r < 0)
+                                        return fail(reterr, "seccomp", r, language_to_string(l));
+                        }
+
+        *ret = TAKE_PTR(sb);
+        return 0;
+}
+
+Sandbox *sandbox_free(Sandbox *sb) {
+        if (!sb)
+                return NULL;
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                for (int net = 0; net < 2; net++)
+                        for (SeccompStage s = 0; s < _SECCOMP_STAGE_MAX; s++)
+                                seccomp_program_free(sb->filters[l][net][s]);
+        if (sb->no_caps)
+                (void) cap_free(sb->no_caps);
+        cgroup_layout_free(sb->cgroups);
+        free(sb);
+        return NULL;
+}
+
+/* The runtime tree of the language's current generation, resolved once so that the run keeps it even if
+ * a new generation is switched in meanwhile. It must be root-owned and not writable by others, and hold
+ * the interpreter at its host path. */
+static int resolve_tree(const Config *cfg, const Runtime *rt, const char *interpreter, char **ret_root,
+                        RunFailure *reterr) {
+        _cleanup_free_ char *link = NULL, *root = NULL, *exe = NULL;
+        struct stat st;
+
+        if (asprintf(&link, "%s/%s/current", cfg->runtime_dir, rt->name) < 0)
+                return fail(reterr, "runtime", -ENOMEM, NULL);
+        root = realpath(link, NULL);
+        if (!root)
+                return fail(reterr, "runtime", -errno, link);
+        if (stat(root, &st) < 0)
+                return fail(reterr, "runtime", -errno, root);
+        if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 0022) != 0)
+                return fail(reterr, "runtime", -EPERM, root);
+        if (asprintf(&exe, "%s%s", root, interpreter) < 0)
+                return fail(reterr, "runtime", -ENOMEM, NULL);
+        if (access(exe, X_OK) < 0)
+                return fail(reterr, "runtime", -errno, exe);
+        *ret_root = TAKE_PTR(root);
+        return 0;
+}
+
+/* Strings the child needs, computed here because the child allocates nothing. */
+typedef struct PlanStrings {
+        char *root_tmp, *tmp_options, *dev_targets[3], *enter_target, *exec_path;
+        char **envp;
+} PlanStrings;
+
+static void plan_strings_done(PlanStrings *s) {
+        free(s->root_tmp);
+        free(s->tmp_options);
+        for (int i = 0; i < 3; i++)
+                free(s->dev_targets[i]);
+        free(s->enter_target);
+        free(s->exec_path);
+        if (s->envp)
+                for (char **e = s->envp; *e; e++)
+                        free(*e);
+        free(s->envp);
+}
+
+static int plan_strings_make(const Config *cfg, const Runtime *rt, const char *root, const char *interpreter,
+                             PlanStrings *s) {
+        size_t n_env = 0;
+
+        if (asprintf(&s->root_tmp, "%s/tmp", root) < 0 ||
+            asprintf(&s->tmp_options, "size=%" PRIu64 ",nr_inodes=%u,mode=1777", cfg->tmp_size, 16384U) < 0 ||
+            asprintf(&s->enter_target, "%s" ENTER_TARGET, root) < 0)
+                return -ENOMEM;
+        for (int i = 0; i < 3; i++)
+                if (asprintf(&s->dev_targets[i], "%s%s", root, dev_nodes[i]) < 0)
+                        return -ENOMEM;
+        s->exec_path = strdup(interpreter);
+        if (!s->exec_path)
+                return -ENOMEM;
+
+        for (const char *const *e = rt->environment; *e; e++)
+                n_env++;
+        s->envp = calloc(n_env + 2, sizeof(char *));
+        if (!s->envp)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_env; i++)
+                if (!(s->envp[i] = strdup(rt->environment[i])))
+                        return -ENOMEM;
+        if (asprintf(&s->envp[n_env], "LD_PRELOAD=%s", ENTER_TARGET) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+typedef struct Pipes {
+        int fds[7][2];
+} Pipes;
+enum { PIPE_SYNC, PIPE_STATUS, PIPE_CODE, PIPE_FILTER, PIPE_ACK, PIPE_STDOUT, PIPE_STDERR };
+
+static void pipes_close(Pipes *p) {
+        for (int i = 0; i < 7; i++)
+                for (int j = 0; j < 2; j++)
+                        p->fds[i][j] = safe_close(p->fds[i][j]);
+}
+
+static int pipes_open(Pipes *p) {
+        for (int i = 0; i < 7; i++)
+                p->fds[i][0] = p->fds[i][1] = -EBADF;
+        for (int i = 0; i < 7; i++)
+                if (pipe2(p->fds[i], O_CLOEXEC) < 0)
+                        return -errno;
+        return 0;
+}
+
+/* Writes the final stage into its pipe before the child exists: it fits in the pipe buffer (a BPF
+ * program is at most 32 KiB), so this never blocks. */
+static int write_filter(int fd, const SeccompProgram *prog) {
+        size_t size = prog->prog.len * sizeof(struct sock_filter);
+        const char *p = (const char *) prog->prog.filter;
+
+        while (size > 0) {
+                ssize_t n = write(fd, p, size);
+                if (n < 0)
+                        return errno == EINTR ? 0 : -errno;
+                p += n;
+                size -= (size_t) n;
+        }
+        return 0;
+}
+
+static pid_t clone_child(unsigned long flags) {
+        /* Fork-like clone (no new stack): the child runs on a copy of ours. */
+        return (pid_t) syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
+}
+
+int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *reterr) {
+        const Config *cfg = sb->cfg;
+        _cleanup_(uidpool_releasep) UidLease *lease = NULL;
+        _cleanup_(cgroup_run_destroyp) RunCgroup *cg = NULL;
+        _cleanup_free_ char *root = NULL;
+        _cleanup_close_ int pidfd = -EBADF;
+        PlanStrings strs = { 0 };
+        Pipes pipes;
+        OutputReport rep = { 0 };
+        const Runtime *rt;
+        const char *interpreter;
+        uint64_t start, timeout;
+        struct rusage ru;
+        RunFacts facts = { 0 };
+        uint64_t oom = 0, peak = 0;
+        int status, r;
+        pid_t pid;
+
+        rt = runtime_get(req->language);
+        if (!rt)
+                return fail(reterr, "runtime", -EINVAL, NULL);
+        if (req->network && !cfg->enable_network)
+                return fail(reterr, "network", -EPERM, NULL);
+        interpreter = runtime_interpreter(rt, cfg);
+        timeout = req->timeout_usec > 0 ? req->timeout_usec : cfg->worker_timeout_usec;
+
+        r = resolve_tree(cfg, rt, interpreter, &root, reterr);
+        if (r < 0)
+                return r;
+
+        start = now_usec();
+
+        /* Step 2: a UID of the pool; it also owns the run's cgroup name. */
+        r = uidpool_take(cfg->state_dir, cfg->uid_min, cfg->uid_max, &lease);
+        if (r < 0)
+                return fail(reterr, "uid", r, cfg->state_dir);
+
+        /* Step 4 (standalone): the run's cgroup with its limits, before the child exists. */
+        CgroupLimits limits = {
+                .memory_max = req->memory_max > 0 ? req->memory_max : cfg->memory_max,
+                .cpu_quota_percent = cfg->cpu_quota_percent,
+                .tasks_max = cfg->tasks_max,
+        };
+        r = cgroup_run_create(sb->cgroups, lease->uid, &limits, &cg);
+        if (r < 0)
+                return fail(reterr, "cgroup", r, NULL);
+
+        r = plan_strings_make(cfg, rt, root, interpreter, &strs);
+        if (r < 0) {
+                plan_strings_done(&strs);
+                return fail(reterr, "init", r, NULL);
+        }
+
+        r = pipes_open(&pipes);
+        if (r >= 0)
+                r = write_filter(pipes.fds[PIPE_FILTER][1], sb->filters[rt->language][req->network][SECCOMP_STAGE_FINAL]);
+        if (r < 0) {
+                pipes_close(&pipes);
+                plan_strings_done(&strs);
+                return fail(reterr, "pipes", r, NULL);
+        }
+        pipes.fds[PIPE_FILTER][1] = safe_close(pipes.fds[PIPE_FILTER][1]);
+
+        char *argv[16] = { strs.exec_path };
+        size_t argc = 1;
+        for (const char *const *a = rt->argv_tail; *a && argc < ELEMENTSOF(argv) - 1; a++)
+                argv[argc++] = (char *) *a;
+
+        RunPlan plan = {
+                .root = root,
+                .root_tmp = strs.root_tmp,
+                .tmp_options = strs.tmp_options,
+                .dev_sources = { dev_nodes[0], dev_nodes[1], dev_nodes[2] },
+                .dev_targets = { strs.dev_targets[0], strs.dev_targets[1], strs.dev_targets[2] },
+                .enter_source = cfg->enter_library,
+                .enter_target = strs.enter_target,
+                .uid = lease->uid,
+                .gid = lease->uid,
+                .no_caps = sb->no_caps,
+                .cpu_seconds = (cfg->cpu_time_usec + 999999) / 1000000,
+                .open_files = cfg->open_files_max,
+                .tasks = cfg->tasks_max,
+                .file_size = cfg->tmp_size,
+                .exec_stage = sb->filters[rt->language][req->network][SECCOMP_STAGE_EXEC],
+                .exec_path = strs.exec_path,
+                .argv = argv,
+                .envp = strs.envp,
+                .sync_fd = pipes.fds[PIPE_SYNC][0],
+                .status_fd = pipes.fds[PIPE_STATUS][1],
+                .code_fd = pipes.fds[PIPE_CODE][0],
+                .filter_fd = pipes.fds[PIPE_FILTER][0],
+                .ack_fd = pipes.fds[PIPE_ACK][1],
+                .stdout_fd = pipes.fds[PIPE_STDOUT][1],
+                .stderr_fd = pipes.fds[PIPE_STDERR][1],
+        };
+
+        /* Step 3: the child, in fresh namespaces; network only when the run has it. */
+        unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+        if (!req->network)
+                flags |= CLONE_NEWNET;
+        pid = clone_child(flags);
+        if (pid < 0) {
+                r = -errno;
+                pipes_close(&pipes);
+                plan_strings_done(&strs);
+                return fail(reterr, "spawn", r, NULL);
+        }
+        if (pid == 0)
+                child_run(&plan); /* never returns */
+
+        /* Parent: keep our ends only. */
+        pipes.fds[PIPE_SYNC][0] = safe_close(pipes.fds[PIPE_SYNC][0]);
+        pipes.fds[PIPE_STATUS][1] = safe_close(pipes.fds[PIPE_STATUS][1]);
+        pipes.fds[PIPE_CODE][0] = safe_close(pipes.fds[PIPE_CODE][0]);
+        pipes.fds[PIPE_FILTER][0] = safe_close(pipes.fds[PIPE_FILTER][0]);
+        pipes.fds[PIPE_ACK][1] = safe_close(pipes.fds[PIPE_ACK][1]);
+        pipes.fds[PIPE_STDOUT][1] = safe_close(pipes.fds[PIPE_STDOUT][1]);
+        pipes.fds[PIPE_STDERR][1] = safe_close(pipes.fds[PIPE_STDERR][1]);
+        plan_strings_done(&strs);
+
+        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0)
+                r = fail(reterr, "spawn", -errno, NULL);
+        else {
+                /* Step 4: into the cgroup, then let the child go on to user code. */
+                r = cgroup_run_attach(cg, pid);
+                if (r < 0)
+                        (void) fail(reterr, "cgroup", r, NULL);
+                else if (write(pipes.fds[PIPE_SYNC][1], "1", 1) != 1)
+                        r = fail(reterr, "sync", -errno, NULL);
+        }
+        pipes.fds[PIPE_SYNC][1] = safe_close(pipes.fds[PIPE_SYNC][1]);
+        if (r < 0) {
+                (void) kill(pid, SIGKILL); /* our child, not yet running anything of the user's */
+                (void) waitpid(pid, NULL, 0);
+                pipes_close(&pipes);
+                return r;
+        }
+
+        /* Steps 8–9: code in, output out, deadline. */
+        OutputFds ofds = {
+                .pidfd = pidfd,
+                .code_fd = TAKE_FD(pipes.fds[PIPE_CODE][1]),
+                .status_fd = TAKE_FD(pipes.fds[PIPE_STATUS][0]),
+                .ack_fd = TAKE_FD(pipes.fds[PIPE_ACK][0]),
+                .stdout_fd = TAKE_FD(pipes.fds[PIPE_STDOUT][0]),
+                .stderr_fd = TAKE_FD(pipes.fds[PIPE_STDERR][0]),
+        };
+        r = output_pump(&ofds, req->code, req->code_len, cfg->output_max, start + timeout, &rep);
+        if (wait4(pid, &status, 0, &ru) < 0 && r >= 0)
+                r = -errno;
+        if (r < 0)
+                return fail(reterr, "pump", r, NULL);
+
+        if (rep.setup_failed) {
+                const char *step = child_step_to_string(rep.failed_step);
+                output_report_done(&rep);
+                return fail(reterr, step ? step : "child", rep.failed_error < 0 ? rep.failed_error : -EIO, NULL);
+        }
+        if (!rep.acked && !rep.timed_out) {
+                /* The interpreter ran without the final stage being confirmed: no result is trusted. */
+                _cleanup_free_ char *detail = NULL;
+                if (asprintf(&detail, "final seccomp stage not confirmed (%s)", rep.err.data) < 0)
+                        detail = NULL;
+                output_report_done(&rep);
+                return fail(reterr, "enter", -EPROTO, detail);
+        }
+
+        /* Step 10: classify. */
+        (void) cgroup_run_stats(cg, &oom, &peak); /* unknown stays 0: a missing file is no OOM */
+        uint64_t cpu = (uint64_t) ru.ru_utime.tv_sec * 1000000ULL + (uint64_t) ru.ru_utime.tv_usec +
+                       (uint64_t) ru.ru_stime.tv_sec * 1000000ULL + (uint64_t) ru.ru_stime.tv_usec;
+        facts = (RunFacts){
+                .wait_status = status,
+                .timed_out = rep.timed_out,
+                .cpu_limit_hit = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
+                                 cpu + 10000 >= plan.cpu_seconds * 1000000ULL,
+                .output_truncated = rep.output_truncated,
+                .oom_kills = oom,
+        };
+
+        RunOutput out = {
+                .result = result_classify(&facts),
+                .exit_code = result_exit_code(&facts),
+                .stdout_text = TAKE_PTR(rep.out.data),
+                .stderr_text = TAKE_PTR(rep.err.data),
+                .stdout_truncated = rep.out.truncated,
+                .stderr_truncated = rep.err.truncated,
+                .duration_usec = now_usec() - start,
+                .cpu_usec = cpu,
+                .memory_peak = peak > 0 ? peak : (uint64_t) ru.ru_maxrss * 1024ULL,
+                .uid = lease->uid,
+        };
+        output_report_done(&rep);
+        r = result_format_error(out.result, out.exit_code, out.stderr_text, &out.error);
+        if (r < 0) {
+                run_output_done(&out);
+                return fail(reterr, "result", r, NULL);
+        }
+
+        /* Step 11: the cgroup and the UID go with the cleanup attributes, in that order. */
+        *ret = out;
+        return 0;
+}
+
+void run_output_done(RunOutput *out) {
+        free(out->stdout_text);
+        free(out->stderr_text);
+        free(out->error);
+        *out = (RunOutput){ 0 };
+}

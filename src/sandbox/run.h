@@ -1,0 +1,55 @@
+#pragma once
+/* run: one run, DESIGN §3 steps 2–11, as the parent sees it. A Sandbox holds what every run of this
+ * process shares (config, cgroup layout, compiled filters, an empty capability set); sandbox_run() takes
+ * a UID, makes the run's cgroup, spawns the child (child.c), pumps its I/O (output.c), reaps it,
+ * classifies the result (result.c) and cleans up. It never logs: it returns what failed and the caller,
+ * which decides what that means, logs once. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "result.h"
+#include "runtime/runtime.h"
+
+typedef struct Config Config;
+typedef struct Sandbox Sandbox;
+
+typedef struct RunRequest {
+        Language language;
+        const char *code;
+        size_t code_len;
+        bool network;
+        uint64_t timeout_usec; /* 0: the config's worker_timeout */
+        uint64_t memory_max;   /* 0: the config's memory_max */
+} RunRequest;
+
+typedef struct RunOutput {
+        RunResult result;
+        int exit_code;
+        char *stdout_text, *stderr_text, *error;
+        bool stdout_truncated, stderr_truncated;
+        uint64_t duration_usec; /* spawn to reap */
+        uint64_t cpu_usec;      /* user + system of the whole run */
+        uint64_t memory_peak;   /* bytes, 0 when the cgroup cannot tell */
+        uid_t uid;
+} RunOutput;
+
+/* Why a run could not be made: the step (a ChildStep name or one of the parent's: "uid", "cgroup",
+ * "seccomp", "runtime", "pipes", "spawn", "pump", "enter"), the error, and for some steps a detail (a
+ * path). */
+typedef struct RunFailure {
+        const char *step;
+        int error;
+        char *detail;
+} RunFailure;
+
+int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr);
+Sandbox *sandbox_free(Sandbox *sb);
+
+/* 0 when the snippet ran, whatever its result; negative errno when the sandbox failed, with *reterr
+ * set (the caller frees reterr->detail with run_failure_done()). */
+int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *reterr);
+void run_output_done(RunOutput *out);
+void run_failure_done(RunFailure *f);

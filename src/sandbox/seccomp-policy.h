@@ -1,0 +1,39 @@
+#pragma once
+/* seccomp-policy: the vocabulary of the syscall policy tables and the rows every interpreter on glibc
+ * needs. Language rows live with their language in src/runtime/. A row names a syscall, what happens to
+ * it, and why a run needs it; seccomp.c compiles the tables, tests/unit/test-seccomp-policy.c checks
+ * them (reasons present, sorted, unique, nothing from the never-allow list reachable by user code). */
+
+#include <stddef.h>
+
+typedef enum RuleAction {
+        RULE_ALLOW,        /* both stages */
+        RULE_STARTUP,      /* stage 1 only: ld.so, glibc start-up and the enter library before user code */
+        RULE_THREAD_ONLY,  /* clone: only with CLONE_VM|CLONE_SIGHAND|CLONE_THREAD and no namespace flag */
+        RULE_ENOSYS,       /* fails with ENOSYS so libc falls back to a call we can check */
+        RULE_EPERM,        /* fails with EPERM so the library reports a clean error instead of dying */
+        RULE_NETWORK,      /* allowed only when the run has network; killed otherwise */
+        RULE_SOCKET,       /* socket(): AF_INET/AF_INET6 with network, else EACCES (glibc then skips nscd) */
+        RULE_SOCKET_NETLINK, /* socket(): as RULE_SOCKET, plus AF_NETLINK/NETLINK_ROUTE with network */
+        RULE_IOCTL,        /* ioctl(): only the terminal and socket queries of ioctl_allowed[] */
+        _RULE_ACTION_MAX,
+} RuleAction;
+
+typedef struct SyscallRule {
+        const char *name;
+        RuleAction action;
+        const char *reason;
+} SyscallRule;
+
+typedef struct IoctlRule {
+        unsigned long request;
+        const char *name;
+        const char *reason;
+} IoctlRule;
+
+/* The tables are constant data behind accessors; each returns its row count in *ret_n. */
+const SyscallRule *seccomp_common_rules(size_t *ret_n);
+const IoctlRule *seccomp_ioctl_rules(size_t *ret_n);
+
+/* Names no user code may ever reach, whatever the language or network (DESIGN §3.7). */
+const char *const *seccomp_never_allow(size_t *ret_n);

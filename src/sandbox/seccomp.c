@@ -1,0 +1,206 @@
+/* seccomp: see seccomp.h. */
+
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/netlink.h>
+#include <seccomp.h>
+
+#include "common/cleanup.h"
+#include "runtime/runtime.h"
+#include "seccomp-policy.h"
+#include "seccomp.h"
+
+DEFINE_POINTER_CLEANUP(scmp_filter_ctx, seccomp_release);
+DEFINE_POINTER_CLEANUP(SeccompProgram *, seccomp_program_free);
+
+/* Thread creation as glibc does it: CLONE_VM|CLONE_SIGHAND|CLONE_THREAD set, no namespace flag
+ * (reference/syscalls.md §4: validated rule). */
+#define CLONE_THREAD_MASK 0x7e030900ULL
+#define CLONE_THREAD_BITS 0x00010900ULL
+
+static int add_socket_rules(scmp_filter_ctx ctx, bool network, bool netlink) {
+        int r;
+
+        if (!network)
+                /* Every family fails: glibc then reads /etc/passwd instead of asking nscd, and code that
+                 * wants the network gets a clean PermissionError, never a kill at start-up. */
+                return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 0);
+
+        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET));
+        if (r < 0)
+                return r;
+        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+        if (r < 0)
+                return r;
+        /* AF_UNIX reaches nothing useful and would let code talk to abstract sockets of the host's network
+         * namespace; refusing it makes glibc skip nscd. Other families: default (kill). */
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+        if (r < 0)
+                return r;
+        if (netlink)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+                                     SCMP_A2(SCMP_CMP_EQ, NETLINK_ROUTE));
+        return r;
+}
+
+static int add_ioctl_rules(scmp_filter_ctx ctx) {
+        const IoctlRule *rules;
+        size_t n;
+        int r;
+
+        rules = seccomp_ioctl_rules(&n);
+        for (size_t i = 0; i < n; i++) {
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+                                     SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t) rules[i].request));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int add_rule(scmp_filter_ctx ctx, const SyscallRule *rule, bool network, SeccompStage stage) {
+        int nr;
+
+        nr = seccomp_syscall_resolve_name(rule->name);
+        if (nr == __NR_SCMP_ERROR)
+                return -EINVAL;
+        if (nr < 0)
+                return 0; /* a pseudo-syscall: this architecture does not have it */
+
+        switch (rule->action) {
+        case RULE_ALLOW:
+                return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+        case RULE_STARTUP:
+                return stage == SECCOMP_STAGE_EXEC ? seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0) : 0;
+        case RULE_THREAD_ONLY:
+                return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1,
+                                        SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD_MASK, CLONE_THREAD_BITS));
+        case RULE_ENOSYS:
+                return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+        case RULE_EPERM:
+                return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+        case RULE_NETWORK:
+                return network ? seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0) : 0;
+        case RULE_SOCKET:
+                return add_socket_rules(ctx, network, false);
+        case RULE_SOCKET_NETLINK:
+                return add_socket_rules(ctx, network, true);
+        case RULE_IOCTL:
+                return add_ioctl_rules(ctx);
+        default:
+                return -EINVAL;
+        }
+}
+
+static bool never_allowed(const char *name) {
+        const char *const *names;
+        size_t n;
+
+        names = seccomp_never_allow(&n);
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(names[i], name) == 0)
+                        return true;
+        return false;
+}
+
+/* libseccomp 2.5 exports BPF only to an fd; a memfd keeps it in memory. */
+static int export_program(scmp_filter_ctx ctx, SeccompProgram **ret) {
+        _cleanup_(seccomp_program_freep) SeccompProgram *p = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int r;
+
+        fd = memfd_create("difysandbox-bpf", MFD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = seccomp_export_bpf(ctx, fd);
+        if (r < 0)
+                return r;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
+            st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS)
+                return -E2BIG;
+
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->prog.len = (unsigned short) (st.st_size / sizeof(struct sock_filter));
+        p->prog.filter = malloc((size_t) st.st_size);
+        if (!p->prog.filter)
+                return -ENOMEM;
+        if (pread(fd, p->prog.filter, (size_t) st.st_size, 0) != st.st_size)
+                return -EIO;
+
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+int seccomp_compile(const Runtime *rt, bool network, SeccompStage stage, char *const *extra,
+                    SeccompProgram **ret) {
+        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+        const SyscallRule *common;
+        size_t n_common;
+        int r;
+
+        ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+        if (!ctx)
+                return -ENOMEM;
+        /* x32 and i386 (int 0x80) calls carry another audit arch or the x32 bit: kill them too. */
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+        if (r < 0)
+                return r;
+        /* We set no_new_privs ourselves, in the credentials step; libseccomp only compiles here. */
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+        if (r < 0)
+                return r;
+
+        common = seccomp_common_rules(&n_common);
+        for (size_t i = 0; i < n_common; i++) {
+                r = add_rule(ctx, &common[i], network, stage);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < rt->n_rules; i++) {
+                r = add_rule(ctx, &rt->rules[i], network, stage);
+                if (r < 0)
+                        return r;
+        }
+        for (char *const *name = extra; name && *name; name++) {
+                int nr;
+
+                if (never_allowed(*name))
+                        return -EPERM;
+                nr = seccomp_syscall_resolve_name(*name);
+                if (nr == __NR_SCMP_ERROR)
+                        return -EINVAL;
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+                if (r < 0 && r != -EEXIST)
+                        return r;
+        }
+
+        return export_program(ctx, ret);
+}
+
+SeccompProgram *seccomp_program_free(SeccompProgram *p) {
+        if (p) {
+                free(p->prog.filter);
+                free(p);
+        }
+        return NULL;
+}
+
+int seccomp_install(const SeccompProgram *p) {
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->prog) < 0)
+                return -errno;
+        return 0;
+}

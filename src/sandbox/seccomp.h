@@ -1,0 +1,31 @@
+#pragma once
+/* seccomp: compiles the policy tables (seccomp-policy.c and the language rows of src/runtime/) into BPF
+ * with libseccomp, and installs a compiled program. Two stages (DESIGN §3.7):
+ *   SECCOMP_STAGE_EXEC   loaded by the child right before execve(); allows the interpreter's start-up;
+ *   SECCOMP_STAGE_FINAL  loaded by the enter library before user code; no exec, no new filters.
+ * Compiling allocates and so happens in the parent; installing is one syscall and safe in the child. */
+
+#include <linux/filter.h>
+#include <stdbool.h>
+
+typedef struct Runtime Runtime;
+
+typedef enum SeccompStage {
+        SECCOMP_STAGE_EXEC,
+        SECCOMP_STAGE_FINAL,
+        _SECCOMP_STAGE_MAX,
+} SeccompStage;
+
+/* A compiled filter: the sock_fprog the kernel takes, owning its instructions. */
+typedef struct SeccompProgram {
+        struct sock_fprog prog;
+} SeccompProgram;
+
+/* extra: NULL-terminated syscall names that the operator allows on top (allowed_syscalls), or NULL.
+ * Returns -EINVAL for an unknown name and -EPERM for a name of the never-allow list. */
+int seccomp_compile(const Runtime *rt, bool network, SeccompStage stage, char *const *extra,
+                    SeccompProgram **ret);
+SeccompProgram *seccomp_program_free(SeccompProgram *p);
+
+/* Installs p on the calling thread (no_new_privs must be set). No allocation: safe after clone(). */
+int seccomp_install(const SeccompProgram *p);

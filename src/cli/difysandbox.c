@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,13 @@ static int read_all(int fd, size_t max, char **ret, size_t *ret_len) {
         return 0;
 }
 
+/* Milliseconds with microsecond precision, printed as such rather than as a binary double's digits. */
+static json_object *json_ms(uint64_t usec) {
+        char text[32];
+        (void) snprintf(text, sizeof(text), "%" PRIu64 ".%03" PRIu64, usec / 1000, usec % 1000);
+        return json_object_new_double_s((double) usec / 1000.0, text);
+}
+
 static int print_output(const RunOutput *out) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
         if (!o)
@@ -71,8 +79,8 @@ static int print_output(const RunOutput *out) {
             json_object_object_add(o, "error", json_object_new_string(out->error)) < 0 ||
             json_object_object_add(o, "exit_code", json_object_new_int(out->exit_code)) < 0 ||
             json_object_object_add(o, "result", json_object_new_string(run_result_to_string(out->result))) < 0 ||
-            json_object_object_add(o, "duration_ms", json_object_new_double((double) out->duration_usec / 1000.0)) < 0 ||
-            json_object_object_add(o, "cpu_ms", json_object_new_double((double) out->cpu_usec / 1000.0)) < 0 ||
+            json_object_object_add(o, "duration_ms", json_ms(out->duration_usec)) < 0 ||
+            json_object_object_add(o, "cpu_ms", json_ms(out->cpu_usec)) < 0 ||
             json_object_object_add(o, "memory_peak", json_object_new_uint64(out->memory_peak)) < 0 ||
             json_object_object_add(o, "uid", json_object_new_int((int) out->uid)) < 0)
                 return -ENOMEM;

@@ -1,5 +1,6 @@
 /* cgroup: see cgroup.h. */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -403,6 +404,57 @@ static int write_limits_v1(RunCgroup *cg, const CgroupLimits *limits) {
                 return r;
         return write_file(cg->path[HIERARCHY_CPU], "cpu.cfs_quota_us", "%" PRIu64,
                           (uint64_t) limits->cpu_quota_percent * 1000);
+}
+
+int cgroup_list_runs(const CgroupLayout *layout, uid_t **ret, size_t *ret_n) {
+        _cleanup_free_ uid_t *uids = NULL;
+        size_t n = 0, alloc = 0;
+        DIR *d;
+        struct dirent *de;
+
+        d = opendir(layout->base[HIERARCHY_MEMORY]);
+        if (!d) {
+                if (errno != ENOENT)
+                        return -errno;
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        while ((de = readdir(d))) {
+                uint32_t uid;
+                if (strncmp(de->d_name, "run-", 4) != 0 || parse_uint32(de->d_name + 4, &uid) < 0)
+                        continue;
+                if (n == alloc) {
+                        uid_t *u = realloc(uids, (alloc ? alloc * 2 : 16) * sizeof(uid_t));
+                        if (!u) {
+                                (void) closedir(d);
+                                return -ENOMEM;
+                        }
+                        uids = u;
+                        alloc = alloc ? alloc * 2 : 16;
+                }
+                uids[n++] = (uid_t) uid;
+        }
+        (void) closedir(d);
+        *ret = TAKE_PTR(uids);
+        *ret_n = n;
+        return 0;
+}
+
+int cgroup_run_remove(const CgroupLayout *layout, uid_t uid) {
+        Hierarchy n = layout->v2 ? 1 : _HIERARCHY_MAX;
+        int r;
+
+        for (Hierarchy h = 0; h < n; h++) {
+                _cleanup_free_ char *path = NULL;
+                r = run_path(layout, h, uid, &path);
+                if (r < 0)
+                        return r;
+                r = remove_cgroup(path, layout->v2);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 int cgroup_run_create(const CgroupLayout *layout, uid_t uid, const CgroupLimits *limits, RunCgroup **ret) {

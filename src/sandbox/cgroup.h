@@ -7,6 +7,7 @@
  * written. */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -26,6 +27,11 @@ CgroupLayout *cgroup_layout_free(CgroupLayout *layout);
 bool cgroup_layout_is_v2(const CgroupLayout *layout);
 /* The run cgroup's directory in the memory hierarchy (v1) or the unified one (v2), for tests. */
 int cgroup_layout_run_path(const CgroupLayout *layout, uid_t uid, char **ret);
+
+/* The UIDs that have a run cgroup now (in the memory or unified hierarchy). *ret is malloc()ed. */
+int cgroup_list_runs(const CgroupLayout *layout, uid_t **ret, size_t *ret_n);
+/* Kills what is left in uid's run cgroup and removes it; the caller must hold the UID. */
+int cgroup_run_remove(const CgroupLayout *layout, uid_t uid);
 
 /* Creates the run cgroup of uid (after cleaning a stale one) and writes the limits. */
 int cgroup_run_create(const CgroupLayout *layout, uid_t uid, const CgroupLimits *limits, RunCgroup **ret);

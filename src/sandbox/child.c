@@ -44,7 +44,7 @@ static int lift(int fd) {
 /* stdin is /dev/null of the new root; then stdout, stderr and the enter library's fds in their slots,
  * without close-on-exec; every other fd is marked close-on-exec (the status pipe stays usable until
  * execve() closes it). */
-static int place_fds(const RunPlan *plan, int code_fd, int filter_fd, int ack_fd, int out_fd, int err_fd) {
+static int place_fds(int code_fd, int filter_fd, int ack_fd, int out_fd, int err_fd) {
         int null_fd;
 
         null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -54,7 +54,6 @@ static int place_fds(const RunPlan *plan, int code_fd, int filter_fd, int ack_fd
             dup3(err_fd, STDERR_FILENO, 0) < 0 || dup3(filter_fd, ENTER_FD_FILTER, 0) < 0 ||
             dup3(code_fd, ENTER_FD_CODE, 0) < 0 || dup3(ack_fd, ENTER_FD_ACK, 0) < 0)
                 return -errno;
-        (void) plan;
         /* CODE_FD (3) stays free until the enter library fills it from ENTER_FD_CODE. */
         (void) close(CODE_FD);
         if (syscall(SYS_close_range, ENTER_FD_FIRST_FREE, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
@@ -99,7 +98,7 @@ void child_run(const RunPlan *plan) {
         if (unshare(CLONE_NEWCGROUP) < 0)
                 child_failed(status_fd, CHILD_STEP_CGROUPNS, -errno);
 
-        r = place_fds(plan, code_fd, filter_fd, ack_fd, out_fd, err_fd);
+        r = place_fds(code_fd, filter_fd, ack_fd, out_fd, err_fd);
         if (r < 0)
                 child_failed(status_fd, CHILD_STEP_FDS, r);
 

@@ -56,6 +56,23 @@ void run_failure_done(RunFailure *f) {
         *f = (RunFailure){ 0 };
 }
 
+/* Run cgroups whose UID nobody holds were left by a worker that was killed: remove them now, holding
+ * the UID meanwhile so that no new run can claim the name. Best effort: the next holder of such a UID
+ * cleans its cgroup anyway (cgroup_run_create). */
+static void sweep_stale_cgroups(Sandbox *sb) {
+        _cleanup_free_ uid_t *uids = NULL;
+        size_t n = 0;
+
+        if (cgroup_list_runs(sb->cgroups, &uids, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_(uidpool_releasep) UidLease *lease = NULL;
+                if (uidpool_take_uid(sb->cfg->state_dir, uids[i], &lease) < 0)
+                        continue; /* held: a live run's */
+                (void) cgroup_run_remove(sb->cgroups, uids[i]);
+        }
+}
+
 int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
         _cleanup_(sandbox_freep) Sandbox *sb = NULL;
         int r;
@@ -68,6 +85,8 @@ int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
         r = cgroup_layout_detect(&sb->cgroups);
         if (r < 0)
                 return fail(reterr, "cgroup", r, "no usable memory, pids and cpu cgroup controllers");
+
+        sweep_stale_cgroups(sb);
 
         sb->no_caps = cap_init(); /* empty: the child sets it after setuid() */
         if (!sb->no_caps)

@@ -85,6 +85,29 @@ int uidpool_take(const char *state_dir, uid_t uid_min, uid_t uid_max, UidLease *
         return -EBUSY;
 }
 
+int uidpool_take_uid(const char *state_dir, uid_t uid, UidLease **ret) {
+        _cleanup_close_ int dir_fd = -EBADF, fd = -EBADF;
+        UidLease *lease;
+        int r;
+
+        if (uid == 0)
+                return -EINVAL;
+        r = open_dir(state_dir, &dir_fd);
+        if (r < 0)
+                return r;
+        fd = try_lock(dir_fd, uid);
+        if (fd == -EWOULDBLOCK)
+                return -EBUSY;
+        if (fd < 0)
+                return fd;
+        lease = malloc(sizeof(*lease));
+        if (!lease)
+                return -ENOMEM;
+        *lease = (UidLease){ .uid = uid, .fd = TAKE_FD(fd) };
+        *ret = lease;
+        return 0;
+}
+
 UidLease *uidpool_release(UidLease *lease) {
         if (lease) {
                 (void) safe_close(lease->fd); /* drops the lock */

@@ -13,6 +13,8 @@ typedef struct UidLease {
 
 /* Takes a free UID of [uid_min, uid_max]. -EBUSY when every UID is held. */
 int uidpool_take(const char *state_dir, uid_t uid_min, uid_t uid_max, UidLease **ret);
+/* Takes exactly uid; -EBUSY when it is held. */
+int uidpool_take_uid(const char *state_dir, uid_t uid, UidLease **ret);
 UidLease *uidpool_release(UidLease *lease); /* NULL-safe, returns NULL */
 
 /* Counts the UIDs of the range that are free right now (for stats and tests). */

@@ -1,0 +1,62 @@
+# shellcheck shell=bash
+# Shared by scripts/run and scripts/test: install what is missing, build, install, prepare the runtime
+# trees. Sourced, not run. Every step prints one line saying what it does.
+
+DIFYSANDBOX_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$DIFYSANDBOX_TOP/build}
+PREFIX=${PREFIX:-/usr/local}
+
+# Debian packages: build, run (the interpreters and the Python packages runs may import), test.
+BUILD_PACKAGES=(gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libjson-c-dev libsystemd-dev
+                libyaml-dev libmicrohttpd-dev libcmocka-dev scdoc)
+RUNTIME_PACKAGES=(python3 python3-requests python3-httpx python3-jinja2 python3-socks python3-numpy
+                  python3-pandas nodejs)
+TEST_PACKAGES=(python3-pytest procps util-linux)
+
+step() { printf '==> %s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+require_root() {
+        [ "$(id -u)" -eq 0 ] || die "run this as root: it installs packages, creates cgroups and namespaces"
+}
+
+ensure_packages() {
+        local missing=() p
+        for p in "$@"; do
+                # nodejs may come from another repository (nodesource) with /usr/bin/node already there.
+                if [ "$p" = nodejs ] && command -v node >/dev/null; then
+                        continue
+                fi
+                dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+        done
+        [ ${#missing[@]} -eq 0 ] && return 0
+        step "installing ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" ||
+                { apt-get -o DPkg::Lock::Timeout=600 update -q &&
+                  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"; } ||
+                die "apt-get install ${missing[*]} failed"
+}
+
+build_and_install() {
+        local werror=false
+        [ "${CI:-}" = true ] && werror=true
+        step "building in $BUILD_DIR (werror=$werror)"
+        if [ -f "$BUILD_DIR/build.ninja" ]; then
+                meson configure "$BUILD_DIR" -Dwerror=$werror -Dprefix="$PREFIX" >/dev/null
+        else
+                meson setup "$BUILD_DIR" "$DIFYSANDBOX_TOP" -Dwerror=$werror -Dprefix="$PREFIX" >/dev/null
+        fi || die "meson setup failed"
+        ninja -C "$BUILD_DIR" >/dev/null || { ninja -C "$BUILD_DIR"; die "build failed"; }
+        step "installing into $PREFIX"
+        meson install -C "$BUILD_DIR" --quiet >/dev/null || die "meson install failed"
+}
+
+prepare_runtimes() {
+        local language
+        for language in python3 nodejs; do
+                step "preparing the $language runtime tree"
+                "$PREFIX/libexec/difysandbox/difysandbox-prepare-runtime" "$language" ||
+                        die "preparing the $language runtime tree failed"
+        done
+}

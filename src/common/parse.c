@@ -113,9 +113,14 @@ int parse_duration(const char *s, uint64_t *ret_usec) {
         for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
                 if (strcmp(end, units[i].suffix) != 0)
                         continue;
+                uint64_t base, part;
                 if (whole > UINT64_MAX / units[i].usec)
                         return -ERANGE;
-                *ret_usec = whole * units[i].usec + frac * units[i].usec / frac_div;
+                base = whole * units[i].usec;
+                part = frac * units[i].usec / frac_div; /* frac < frac_div <= 10^6: no overflow */
+                if (part > UINT64_MAX - base)
+                        return -ERANGE;
+                *ret_usec = base + part;
                 return 0;
         }
         return -EINVAL;

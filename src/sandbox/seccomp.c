@@ -101,6 +101,21 @@ static int add_rule(scmp_filter_ctx ctx, const SyscallRule *rule, bool network, 
         }
 }
 
+/* The action of name in the tables, or -1 when no row names it. */
+static int table_action(const Runtime *rt, const char *name) {
+        const SyscallRule *common;
+        size_t n;
+
+        common = seccomp_common_rules(&n);
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(common[i].name, name) == 0)
+                        return (int) common[i].action;
+        for (size_t i = 0; i < rt->n_rules; i++)
+                if (strcmp(rt->rules[i].name, name) == 0)
+                        return (int) rt->rules[i].action;
+        return -1;
+}
+
 static bool never_allowed(const char *name) {
         const char *const *names;
         size_t n;
@@ -176,9 +191,14 @@ int seccomp_compile(const Runtime *rt, bool network, SeccompStage stage, char *c
                         return r;
         }
         for (char *const *name = extra; name && *name; name++) {
-                int nr;
+                int nr, action;
 
                 if (never_allowed(*name))
+                        return -EPERM;
+                /* A plain allow would replace an argument rule (clone's thread flags, the socket
+                 * families, the ioctl list) or an errno rule: refuse rather than widen or be ignored. */
+                action = table_action(rt, *name);
+                if (action >= 0 && action != RULE_ALLOW && action != RULE_NETWORK && action != RULE_STARTUP)
                         return -EPERM;
                 nr = seccomp_syscall_resolve_name(*name);
                 if (nr == __NR_SCMP_ERROR)

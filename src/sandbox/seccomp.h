@@ -22,7 +22,8 @@ typedef struct SeccompProgram {
 } SeccompProgram;
 
 /* extra: NULL-terminated syscall names that the operator allows on top (allowed_syscalls), or NULL.
- * Returns -EINVAL for an unknown name and -EPERM for a name of the never-allow list. */
+ * Returns -EINVAL for an unknown name and -EPERM for a name of the never-allow list or one whose row
+ * limits its arguments or fails it with an errno (a plain allow would undo that row). */
 int seccomp_compile(const Runtime *rt, bool network, SeccompStage stage, char *const *extra,
                     SeccompProgram **ret);
 SeccompProgram *seccomp_program_free(SeccompProgram *p);

@@ -1,0 +1,719 @@
+/* test-seccomp: src/sandbox/seccomp.c. Each check compiles a filter in the test process, then forks a
+ * child that sets no_new_privs, installs it and makes the system call under test; the test process
+ * itself stays unfiltered. The child reports through its exit code or dies of SIGSYS, and the parent
+ * asserts which. Children use only system calls the final stage allows (exit_group, write) after the
+ * filter is in. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <seccomp.h>
+
+#include "common/cleanup.h"
+#include "runtime/runtime.h"
+#include "sandbox/seccomp-policy.h"
+#include "sandbox/seccomp.h"
+
+extern char **environ;
+
+/* Exit codes of the children. Anything but CHILD_OK or the expected SIGSYS fails the test. */
+enum {
+        CHILD_OK = 0,
+        CHILD_UNEXPECTED = 1,     /* the call returned something it should not have */
+        CHILD_SETUP_FAILED = 90,  /* no_new_privs or the install failed: the test proves nothing */
+        CHILD_RETURNED = 91,      /* a call that must kill returned */
+        CHILD_FORKED_PARENT = 92, /* a new process was created (seen in the caller) */
+        CHILD_FORKED_CHILD = 93,  /* a new process was created (seen in the new process) */
+};
+
+typedef int (*ChildFn)(void *userdata);
+
+typedef struct Programs {
+        bool available;
+        SeccompProgram *final[_LANGUAGE_MAX][2]; /* [language][network] */
+        SeccompProgram *exec[_LANGUAGE_MAX][2];
+} Programs;
+
+DEFINE_POINTER_CLEANUP(SeccompProgram *, seccomp_program_free);
+
+static const char *describe_status(int status, char *buf, size_t size) {
+        if (WIFEXITED(status))
+                (void) snprintf(buf, size, "exit %d", WEXITSTATUS(status));
+        else if (WIFSIGNALED(status))
+                (void) snprintf(buf, size, "signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        else
+                (void) snprintf(buf, size, "status 0x%x", status);
+        return buf;
+}
+
+/* Forks; the child installs p (NULL: no filter) and returns fn()'s value as its exit code. Returns the
+ * child's wait status. */
+static int run_child(const SeccompProgram *p, ChildFn fn, void *userdata) {
+        int status;
+        pid_t pid;
+
+        (void) fflush(NULL);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct rlimit no_core = { 0, 0 };
+
+                (void) alarm(5); /* a child that hangs dies of SIGALRM and fails the test */
+                /* No core files from the expected SIGSYS, and no controlling terminal for vhangup(). */
+                (void) setrlimit(RLIMIT_CORE, &no_core);
+                (void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+                (void) setsid();
+                if (p) {
+                        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                                _exit(CHILD_SETUP_FAILED);
+                        if (seccomp_install(p) < 0)
+                                _exit(CHILD_SETUP_FAILED);
+                }
+                _exit(fn(userdata));
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        return status;
+}
+
+static void assert_killed_by_sigsys(int status, const char *what) {
+        char buf[64];
+
+        if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSYS)
+                fail_msg("%s: expected death by SIGSYS, got %s", what,
+                         describe_status(status, buf, sizeof(buf)));
+}
+
+static void assert_exited_ok(int status, const char *what) {
+        char buf[64];
+
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != CHILD_OK)
+                fail_msg("%s: expected exit %d, got %s", what, CHILD_OK,
+                         describe_status(status, buf, sizeof(buf)));
+}
+
+static SeccompProgram *compile(Language l, bool network, SeccompStage stage, char *const *extra) {
+        SeccompProgram *p = NULL;
+        int r;
+
+        r = seccomp_compile(runtime_get(l), network, stage, extra, &p);
+        if (r < 0)
+                fail_msg("seccomp_compile(%s, network=%d, stage=%d): %s", language_to_string(l), network,
+                         (int) stage, strerror(-r));
+        assert_non_null(p);
+        assert_true(p->prog.len > 0);
+        return p;
+}
+
+/* Can this kernel (and whatever confines this test) take a seccomp filter from us at all? */
+static int probe_child(void *userdata) {
+        return CHILD_OK;
+}
+
+static bool seccomp_filters_available(void) {
+        struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        SeccompProgram p = { .prog = { .len = 1, .filter = &allow } };
+        int status;
+
+        if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0)
+                return false; /* kernel without CONFIG_SECCOMP */
+        status = run_child(&p, probe_child, NULL);
+        return WIFEXITED(status) && WEXITSTATUS(status) == CHILD_OK;
+}
+
+static int setup_programs(void **state) {
+        Programs *progs = calloc(1, sizeof(*progs));
+
+        if (!progs)
+                return -1;
+        *state = progs;
+        progs->available = seccomp_filters_available();
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                for (int net = 0; net < 2; net++) {
+                        if (seccomp_compile(runtime_get(l), net, SECCOMP_STAGE_FINAL, NULL,
+                                            &progs->final[l][net]) < 0)
+                                return -1;
+                        if (seccomp_compile(runtime_get(l), net, SECCOMP_STAGE_EXEC, NULL,
+                                            &progs->exec[l][net]) < 0)
+                                return -1;
+                }
+        return 0;
+}
+
+static int teardown_programs(void **state) {
+        Programs *progs = *state;
+
+        if (progs) {
+                for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                        for (int net = 0; net < 2; net++) {
+                                progs->final[l][net] = seccomp_program_free(progs->final[l][net]);
+                                progs->exec[l][net] = seccomp_program_free(progs->exec[l][net]);
+                        }
+                free(progs);
+        }
+        return 0;
+}
+
+static Programs *get_programs(void **state) {
+        Programs *progs = *state;
+
+        if (!progs->available)
+                skip(); /* no seccomp filters here: nothing of this file can be checked */
+        return progs;
+}
+
+/* ---- the children ---- */
+
+static int child_execve_true(void *userdata) {
+        char *argv[] = { (char *) "true", NULL };
+
+        (void) execve("/bin/true", argv, environ);
+        return CHILD_RETURNED;
+}
+
+static int child_execveat_true(void *userdata) {
+        char *argv[] = { (char *) "true", NULL };
+
+        (void) syscall(SYS_execveat, AT_FDCWD, "/bin/true", argv, environ, 0);
+        return CHILD_RETURNED;
+}
+
+static int child_clone_fork(void *userdata) {
+        /* fork() as glibc does it: a clone without CLONE_THREAD */
+        long r = syscall(SYS_clone, (long) SIGCHLD, 0L, 0L, 0L, 0L);
+
+        if (r == 0)
+                _exit(CHILD_FORKED_CHILD);
+        return r > 0 ? CHILD_FORKED_PARENT : CHILD_RETURNED;
+}
+
+static int child_glibc_fork(void *userdata) {
+        pid_t pid = fork();
+
+        if (pid == 0)
+                _exit(CHILD_FORKED_CHILD);
+        return pid > 0 ? CHILD_FORKED_PARENT : CHILD_RETURNED;
+}
+
+static int child_sys_fork(void *userdata) {
+        long r = syscall(SYS_fork);
+
+        if (r == 0)
+                _exit(CHILD_FORKED_CHILD);
+        return r > 0 ? CHILD_FORKED_PARENT : CHILD_RETURNED;
+}
+
+static int child_clone_thread_newpid(void *userdata) {
+        /* Thread flags plus a namespace flag: the kernel itself refuses this combination with EINVAL,
+         * so only the filter can turn it into SIGSYS; a thread-only rule that ignored namespace bits
+         * would return here. */
+        long r = syscall(SYS_clone, (long) (CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | CLONE_NEWPID), 0L, 0L,
+                         0L, 0L);
+
+        if (r == 0)
+                _exit(CHILD_FORKED_CHILD);
+        return CHILD_RETURNED;
+}
+
+/* struct clone_args of <linux/sched.h>, written out so that header does not fight <sched.h> */
+struct test_clone_args {
+        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+};
+
+static int child_clone3(void *userdata) {
+        struct test_clone_args args = { .exit_signal = SIGCHLD };
+        long r;
+
+        /* A valid fork request: if the filter let it through, a process would be created. */
+        r = syscall(SYS_clone3, &args, sizeof(args));
+        if (r == 0)
+                _exit(CHILD_FORKED_CHILD);
+        if (r > 0)
+                return CHILD_FORKED_PARENT;
+        return errno == ENOSYS ? CHILD_OK : CHILD_UNEXPECTED;
+}
+
+static void *thread_main(void *arg) {
+        *(int *) arg = 42;
+        return arg;
+}
+
+static int child_pthread(void *userdata) {
+        pthread_t t;
+        int value = 0;
+        void *ret = NULL;
+
+        /* glibc tries clone3 (ENOSYS under the filter), then clone with the thread flags. */
+        if (pthread_create(&t, NULL, thread_main, &value) != 0)
+                return CHILD_UNEXPECTED;
+        if (pthread_join(t, &ret) != 0)
+                return CHILD_UNEXPECTED;
+        return value == 42 && ret == &value ? CHILD_OK : CHILD_UNEXPECTED;
+}
+
+static int child_socket_inet_eacces(void *userdata) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        return fd < 0 && errno == EACCES ? CHILD_OK : CHILD_UNEXPECTED;
+}
+
+static int child_socket_inet6_eacces(void *userdata) {
+        int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+        return fd < 0 && errno == EACCES ? CHILD_OK : CHILD_UNEXPECTED;
+}
+
+static int child_socket_inet_works(void *userdata) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0)
+                return errno == EAFNOSUPPORT ? 77 : CHILD_UNEXPECTED;
+        (void) close(fd);
+        return CHILD_OK;
+}
+
+static int child_socket_unix_eacces(void *userdata) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        return fd < 0 && errno == EACCES ? CHILD_OK : CHILD_UNEXPECTED;
+}
+
+static int child_socket_packet(void *userdata) {
+        /* Neither IP nor AF_UNIX: not in the table, so the default action. */
+        (void) socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+        return CHILD_RETURNED;
+}
+
+static int child_connect(void *userdata) {
+        (void) connect(-1, NULL, 0);
+        return CHILD_RETURNED;
+}
+
+static int child_x32_getpid(void *userdata) {
+        /* The x32 ABI: same audit arch as x86_64, system call number with bit 30 set. */
+        (void) syscall(0x40000000 | SYS_getpid);
+        return CHILD_RETURNED;
+}
+
+#if defined(__x86_64__)
+static long int80_getpid(void) {
+        long ret;
+
+        /* i386 getpid is 20; int $0x80 enters through the ia32 entry, with AUDIT_ARCH_I386. */
+        __asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "r8", "r9", "r10", "r11", "memory");
+        return ret;
+}
+
+static int child_int80_getpid(void *userdata) {
+        (void) int80_getpid();
+        return CHILD_RETURNED;
+}
+
+static int child_int80_probe(void *userdata) {
+        return int80_getpid() == (long) getpid() ? CHILD_OK : CHILD_UNEXPECTED;
+}
+#endif
+
+static int child_getitimer(void *userdata) {
+        struct itimerval it;
+
+        return syscall(SYS_getitimer, ITIMER_REAL, &it) == 0 ? CHILD_OK : CHILD_UNEXPECTED;
+}
+
+/* The ioctl children get a pipe's read end: a terminal request on it fails with ENOTTY if the filter
+ * lets it through, so even a broken filter never touches a real terminal. */
+static int child_ioctl_tcgets(void *userdata) {
+        char buf[64];
+
+        /* isatty(): allowed, and fails with ENOTTY as it must. */
+        return ioctl(*(const int *) userdata, TCGETS, buf) < 0 && errno == ENOTTY ? CHILD_OK
+                                                                                  : CHILD_UNEXPECTED;
+}
+
+static int child_ioctl_tiocsti(void *userdata) {
+        char c = 'x';
+
+        (void) ioctl(*(const int *) userdata, TIOCSTI, &c);
+        return CHILD_RETURNED;
+}
+
+static int child_ioctl_tiocsti_high_bits(void *userdata) {
+        char c = 'x';
+
+        /* The kernel truncates the request to 32 bits; a filter comparing only those would let
+         * TIOCSTI | 1 << 32 through as TIOCSTI. The same for an allowed request with high bits. */
+        (void) syscall(SYS_ioctl, *(const int *) userdata, (unsigned long) TIOCSTI | (1UL << 32), &c);
+        return CHILD_RETURNED;
+}
+
+static int child_ioctl_tcgets_high_bits(void *userdata) {
+        char buf[64];
+
+        (void) syscall(SYS_ioctl, *(const int *) userdata, (unsigned long) TCGETS | (1UL << 32), buf);
+        return CHILD_RETURNED;
+}
+
+static int child_raw_syscall(void *userdata) {
+        long nr = *(const long *) userdata;
+
+        /* Arguments that make every one of these fail in the kernel if the filter let them through:
+         * bad pointers, bad fds, bad flags. */
+        (void) syscall(nr, -1L, -1L, -1L, -1L, -1L, -1L);
+        return CHILD_RETURNED;
+}
+
+/* ---- the tests ---- */
+
+static void test_final_kills_execve(void **state) {
+        Programs *progs = get_programs(state);
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                for (int net = 0; net < 2; net++) {
+                        assert_killed_by_sigsys(run_child(progs->final[l][net], child_execve_true, NULL),
+                                                "execve under the final stage");
+                        assert_killed_by_sigsys(run_child(progs->final[l][net], child_execveat_true, NULL),
+                                                "execveat under the final stage");
+                }
+        /* and the same child without a filter runs /bin/true: the kill came from the filter */
+        assert_exited_ok(run_child(NULL, child_execve_true, NULL), "execve without a filter");
+}
+
+static void test_exec_stage_allows_execve(void **state) {
+        Programs *progs = get_programs(state);
+
+        /* /bin/true's own start-up (ld.so, glibc) runs under the exec stage and exits 0. */
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                for (int net = 0; net < 2; net++)
+                        assert_exited_ok(run_child(progs->exec[l][net], child_execve_true, NULL),
+                                         "execve of /bin/true under the exec stage");
+}
+
+static void test_final_kills_fork(void **state) {
+        Programs *progs = get_programs(state);
+        const SeccompProgram *p = progs->final[LANGUAGE_PYTHON3][false];
+
+        assert_killed_by_sigsys(run_child(p, child_clone_fork, NULL), "clone(SIGCHLD)");
+        assert_killed_by_sigsys(run_child(p, child_glibc_fork, NULL), "glibc fork()");
+        assert_killed_by_sigsys(run_child(p, child_sys_fork, NULL), "SYS_fork");
+        assert_killed_by_sigsys(run_child(p, child_clone_thread_newpid, NULL),
+                                "clone(CLONE_THREAD|CLONE_NEWPID)");
+        p = progs->final[LANGUAGE_NODEJS][true];
+        assert_killed_by_sigsys(run_child(p, child_clone_fork, NULL), "clone(SIGCHLD), nodejs");
+        assert_killed_by_sigsys(run_child(p, child_glibc_fork, NULL), "glibc fork(), nodejs");
+}
+
+static void test_clone3_enosys(void **state) {
+        Programs *progs = get_programs(state);
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                assert_exited_ok(run_child(progs->final[l][false], child_clone3, NULL), "clone3 → ENOSYS");
+        assert_exited_ok(run_child(progs->exec[LANGUAGE_PYTHON3][true], child_clone3, NULL),
+                         "clone3 → ENOSYS, exec stage");
+}
+
+static void test_threads_work(void **state) {
+        Programs *progs = get_programs(state);
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                for (int net = 0; net < 2; net++)
+                        assert_exited_ok(run_child(progs->final[l][net], child_pthread, NULL),
+                                         "pthread_create under the final stage");
+}
+
+static void test_socket_without_network(void **state) {
+        Programs *progs = get_programs(state);
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++) {
+                const SeccompProgram *p = progs->final[l][false];
+
+                assert_exited_ok(run_child(p, child_socket_inet_eacces, NULL), "socket(AF_INET) → EACCES");
+                assert_exited_ok(run_child(p, child_socket_inet6_eacces, NULL), "socket(AF_INET6) → EACCES");
+                assert_exited_ok(run_child(p, child_socket_unix_eacces, NULL), "socket(AF_UNIX) → EACCES");
+                /* the other network calls are not even in the filter */
+                assert_killed_by_sigsys(run_child(p, child_connect, NULL), "connect() without network");
+        }
+}
+
+static void test_socket_with_network(void **state) {
+        Programs *progs = get_programs(state);
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++) {
+                const SeccompProgram *p = progs->final[l][true];
+                int status;
+
+                status = run_child(NULL, child_socket_inet_works, NULL);
+                if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+                        skip(); /* no IPv4 in this kernel */
+                assert_exited_ok(run_child(p, child_socket_inet_works, NULL),
+                                 "socket(AF_INET) with network");
+                assert_exited_ok(run_child(p, child_socket_unix_eacces, NULL),
+                                 "socket(AF_UNIX) → EACCES with network");
+                assert_killed_by_sigsys(run_child(p, child_socket_packet, NULL), "socket(AF_PACKET)");
+        }
+}
+
+static void test_foreign_abis_killed(void **state) {
+        Programs *progs = get_programs(state);
+        const SeccompProgram *p = progs->final[LANGUAGE_PYTHON3][false];
+
+        assert_killed_by_sigsys(run_child(p, child_x32_getpid, NULL), "x32 getpid");
+        assert_killed_by_sigsys(run_child(progs->exec[LANGUAGE_NODEJS][true], child_x32_getpid, NULL),
+                                "x32 getpid, exec stage");
+#if defined(__x86_64__)
+        {
+                int status = run_child(NULL, child_int80_probe, NULL);
+
+                if (!WIFEXITED(status) || WEXITSTATUS(status) != CHILD_OK)
+                        skip(); /* kernel without ia32 emulation: int $0x80 cannot reach a syscall */
+                assert_killed_by_sigsys(run_child(p, child_int80_getpid, NULL), "i386 getpid (int $0x80)");
+        }
+#endif
+}
+
+static void test_ioctl_filtered(void **state) {
+        Programs *progs = get_programs(state);
+        int pipefd[2];
+
+        assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+        for (Language l = 0; l < _LANGUAGE_MAX; l++) {
+                const SeccompProgram *p = progs->final[l][false];
+
+                assert_exited_ok(run_child(p, child_ioctl_tcgets, &pipefd[0]), "ioctl(TCGETS) → ENOTTY");
+                assert_killed_by_sigsys(run_child(p, child_ioctl_tiocsti, &pipefd[0]), "ioctl(TIOCSTI)");
+                assert_killed_by_sigsys(run_child(p, child_ioctl_tiocsti_high_bits, &pipefd[0]),
+                                        "ioctl(TIOCSTI | 1 << 32)");
+                assert_killed_by_sigsys(run_child(p, child_ioctl_tcgets_high_bits, &pipefd[0]),
+                                        "ioctl(TCGETS | 1 << 32)");
+        }
+        (void) close(pipefd[0]);
+        (void) close(pipefd[1]);
+}
+
+static void test_final_kills_never_allow(void **state) {
+        Programs *progs = get_programs(state);
+        const char *const *never;
+        size_t n;
+
+        never = seccomp_never_allow(&n);
+        for (size_t i = 0; i < n; i++) {
+                long nr = seccomp_syscall_resolve_name(never[i]);
+
+                if (nr < 0)
+                        continue; /* not on this architecture (test-seccomp-policy checks x86_64) */
+                for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                        for (int net = 0; net < 2; net++) {
+                                int status = run_child(progs->final[l][net], child_raw_syscall, &nr);
+                                char buf[64];
+
+                                if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSYS)
+                                        fail_msg("%s (%s, network=%d): expected SIGSYS, got %s", never[i],
+                                                 language_to_string(l), net,
+                                                 describe_status(status, buf, sizeof(buf)));
+                        }
+        }
+}
+
+static void test_exec_stage_kills_never_allow_but_execve(void **state) {
+        Programs *progs = get_programs(state);
+        const char *const *never;
+        size_t n;
+
+        never = seccomp_never_allow(&n);
+        for (size_t i = 0; i < n; i++) {
+                long nr = seccomp_syscall_resolve_name(never[i]);
+
+                if (nr < 0 || streq(never[i], "execve"))
+                        continue;
+                for (Language l = 0; l < _LANGUAGE_MAX; l++) {
+                        int status = run_child(progs->exec[l][true], child_raw_syscall, &nr);
+                        char buf[64];
+
+                        if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSYS)
+                                fail_msg("%s (exec stage, %s): expected SIGSYS, got %s", never[i],
+                                         language_to_string(l), describe_status(status, buf, sizeof(buf)));
+                }
+        }
+}
+
+static void test_extra_never_allow_refused(void **state) {
+        const char *const *never;
+        size_t n;
+
+        {
+                char *extra[] = { (char *) "ptrace", NULL };
+                SeccompProgram *p = (SeccompProgram *) 0x1;
+
+                assert_int_equal(seccomp_compile(runtime_get(LANGUAGE_PYTHON3), false, SECCOMP_STAGE_FINAL,
+                                                 extra, &p),
+                                 -EPERM);
+                assert_ptr_equal(p, (SeccompProgram *) 0x1);
+        }
+
+        /* every name of the list, in either stage, also after an allowed name */
+        never = seccomp_never_allow(&n);
+        for (size_t i = 0; i < n; i++)
+                for (SeccompStage s = 0; s < _SECCOMP_STAGE_MAX; s++) {
+                        char *extra[] = { (char *) "getitimer", (char *) never[i], NULL };
+                        SeccompProgram *p = NULL;
+                        int r;
+
+                        r = seccomp_compile(runtime_get(LANGUAGE_NODEJS), true, s, extra, &p);
+                        if (r != -EPERM)
+                                fail_msg("extra '%s' (stage %d): expected -EPERM, got %d", never[i], (int) s,
+                                         r);
+                        assert_null(p);
+                }
+}
+
+static void test_extra_unknown_refused(void **state) {
+        static const char *const names[] = { "no_such_syscall", "", "getpid ", "GETPID" };
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                char *extra[] = { (char *) names[i], NULL };
+                SeccompProgram *p = (SeccompProgram *) 0x1;
+                int r;
+
+                r = seccomp_compile(runtime_get(LANGUAGE_PYTHON3), false, SECCOMP_STAGE_FINAL, extra, &p);
+                if (r != -EINVAL)
+                        fail_msg("extra '%s': expected -EINVAL, got %d", names[i], r);
+                assert_ptr_equal(p, (SeccompProgram *) 0x1);
+        }
+}
+
+static void test_extra_allows(void **state) {
+        Programs *progs = get_programs(state);
+        _cleanup_(seccomp_program_freep) SeccompProgram *p = NULL;
+        char *extra[] = { (char *) "getitimer", NULL };
+
+        /* getitimer is in no table: killed ... */
+        assert_killed_by_sigsys(run_child(progs->final[LANGUAGE_PYTHON3][false], child_getitimer, NULL),
+                                "getitimer without allowed_syscalls");
+        /* ... until the operator allows it */
+        p = compile(LANGUAGE_PYTHON3, false, SECCOMP_STAGE_FINAL, extra);
+        assert_exited_ok(run_child(p, child_getitimer, NULL), "getitimer with allowed_syscalls");
+        /* and nothing else got through with it */
+        assert_killed_by_sigsys(run_child(p, child_execve_true, NULL), "execve with allowed_syscalls");
+}
+
+static void test_extra_duplicate_of_table_row(void **state) {
+        Programs *progs = get_programs(state);
+        _cleanup_(seccomp_program_freep) SeccompProgram *p = NULL;
+        char *extra[] = { (char *) "getpid", (char *) "getpid", (char *) "read", NULL };
+
+        /* Names the tables already allow (or repeated) are accepted and change nothing. */
+        p = compile(LANGUAGE_NODEJS, false, SECCOMP_STAGE_FINAL, extra);
+        assert_killed_by_sigsys(run_child(p, child_execve_true, NULL), "execve");
+        assert_exited_ok(run_child(p, child_socket_inet_eacces, NULL), "socket(AF_INET) → EACCES");
+        assert_killed_by_sigsys(run_child(progs->final[LANGUAGE_NODEJS][false], child_getitimer, NULL),
+                                "getitimer");
+}
+
+/* allowed_syscalls widens the list (DESIGN §3.7), but a name whose row filters arguments must not turn
+ * into a plain allow: refusing the name (-EPERM) or keeping the row's filter both pass. Returns the wait
+ * status of fn under the final stage of python3 with network and extra, or -1 when it was refused. */
+static int run_with_extra(const char *name, ChildFn fn, void *userdata) {
+        char *extra[] = { (char *) name, NULL };
+        SeccompProgram *p = NULL;
+        int r, status;
+
+        r = seccomp_compile(runtime_get(LANGUAGE_PYTHON3), true, SECCOMP_STAGE_FINAL, extra, &p);
+        if (r == -EPERM)
+                return -1;
+        if (r < 0)
+                fail_msg("extra '%s': %s", name, strerror(-r));
+        status = run_child(p, fn, userdata);
+        p = seccomp_program_free(p);
+        return status;
+}
+
+static void test_extra_clone_still_threads_only(void **state) {
+        int status;
+
+        (void) get_programs(state);
+        /* fork is never allowed, whatever the operator lists */
+        status = run_with_extra("clone", child_clone_fork, NULL);
+        if (status != -1)
+                assert_killed_by_sigsys(status, "clone(SIGCHLD) with 'clone' in allowed_syscalls");
+        status = run_with_extra("clone", child_pthread, NULL);
+        if (status != -1)
+                assert_exited_ok(status, "threads with 'clone' in allowed_syscalls");
+        status = run_with_extra("clone3", child_clone3, NULL);
+        if (status != -1)
+                assert_exited_ok(status, "clone3 → ENOSYS with 'clone3' in allowed_syscalls");
+}
+
+static void test_extra_ioctl_still_filtered(void **state) {
+        int pipefd[2], status;
+
+        (void) get_programs(state);
+        assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+        status = run_with_extra("ioctl", child_ioctl_tiocsti, &pipefd[0]);
+        (void) close(pipefd[0]);
+        (void) close(pipefd[1]);
+        if (status != -1)
+                assert_killed_by_sigsys(status, "ioctl(TIOCSTI) with 'ioctl' in allowed_syscalls");
+}
+
+static void test_extra_socket_still_filtered(void **state) {
+        int status;
+
+        (void) get_programs(state);
+        /* AF_UNIX would reach the abstract sockets of the host's network namespace (seccomp.c) */
+        status = run_with_extra("socket", child_socket_unix_eacces, NULL);
+        if (status != -1)
+                assert_exited_ok(status, "socket(AF_UNIX) → EACCES with 'socket' in allowed_syscalls");
+        status = run_with_extra("socket", child_socket_packet, NULL);
+        if (status != -1)
+                assert_killed_by_sigsys(status, "socket(AF_PACKET) with 'socket' in allowed_syscalls");
+}
+
+static void test_program_free_null(void **state) {
+        assert_null(seccomp_program_free(NULL));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_final_kills_execve),
+                cmocka_unit_test(test_exec_stage_allows_execve),
+                cmocka_unit_test(test_final_kills_fork),
+                cmocka_unit_test(test_clone3_enosys),
+                cmocka_unit_test(test_threads_work),
+                cmocka_unit_test(test_socket_without_network),
+                cmocka_unit_test(test_socket_with_network),
+                cmocka_unit_test(test_foreign_abis_killed),
+                cmocka_unit_test(test_ioctl_filtered),
+                cmocka_unit_test(test_final_kills_never_allow),
+                cmocka_unit_test(test_exec_stage_kills_never_allow_but_execve),
+                cmocka_unit_test(test_extra_never_allow_refused),
+                cmocka_unit_test(test_extra_unknown_refused),
+                cmocka_unit_test(test_extra_allows),
+                cmocka_unit_test(test_extra_duplicate_of_table_row),
+                cmocka_unit_test(test_extra_clone_still_threads_only),
+                cmocka_unit_test(test_extra_ioctl_still_filtered),
+                cmocka_unit_test(test_extra_socket_still_filtered),
+                cmocka_unit_test(test_program_free_null),
+        };
+
+        return cmocka_run_group_tests(tests, setup_programs, teardown_programs);
+}

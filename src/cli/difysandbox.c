@@ -78,25 +78,24 @@ static int print_output(const RunOutput *out) {
             json_object_object_add(o, "stderr", json_object_new_string(out->stderr_text)) < 0 ||
             json_object_object_add(o, "error", json_object_new_string(out->error)) < 0 ||
             json_object_object_add(o, "exit_code", json_object_new_int(out->exit_code)) < 0 ||
-            json_object_object_add(o, "result", json_object_new_string(run_result_to_string(out->result))) < 0 ||
+            json_object_object_add(o, "result", json_object_new_string(run_result_to_string(out->result))) <
+                    0 ||
             json_object_object_add(o, "duration_ms", json_ms(out->duration_usec)) < 0 ||
             json_object_object_add(o, "cpu_ms", json_ms(out->cpu_usec)) < 0 ||
             json_object_object_add(o, "memory_peak", json_object_new_uint64(out->memory_peak)) < 0 ||
             json_object_object_add(o, "uid", json_object_new_int((int) out->uid)) < 0)
                 return -ENOMEM;
-        if (puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
+        if (puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                           JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
                 return -EIO;
         return fflush(stdout) == 0 ? 0 : -EIO;
 }
 
 static int verb_run(Config *cfg, int argc, char **argv) {
         static const struct option options[] = {
-                { "language", required_argument, NULL, 'l' },
-                { "network", no_argument, NULL, 'n' },
-                { "timeout", required_argument, NULL, 't' },
-                { "memory", required_argument, NULL, 'm' },
-                { "help", no_argument, NULL, 'h' },
-                {},
+                { "language", required_argument, NULL, 'l' }, { "network", no_argument, NULL, 'n' },
+                { "timeout", required_argument, NULL, 't' },  { "memory", required_argument, NULL, 'm' },
+                { "help", no_argument, NULL, 'h' },           {},
         };
         _cleanup_(sandbox_freep) Sandbox *sb = NULL;
         _cleanup_free_ char *code = NULL;
@@ -123,16 +122,18 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 case 't':
                         r = parse_duration(optarg, &req.timeout_usec);
                         if (r < 0 || req.timeout_usec == 0)
-                                return log_error_errno(r < 0 ? r : -ERANGE,
-                                                       "Invalid --timeout '%s': expected seconds > 0 (e.g. 5 or 2.5): %m",
-                                                       optarg);
+                                return log_error_errno(
+                                        r < 0 ? r : -ERANGE,
+                                        "Invalid --timeout '%s': expected seconds > 0 (e.g. 5 or 2.5): %m",
+                                        optarg);
                         break;
                 case 'm':
                         r = parse_size(optarg, &req.memory_max);
                         if (r < 0 || req.memory_max < (16ULL << 20))
-                                return log_error_errno(r < 0 ? r : -ERANGE,
-                                                       "Invalid --memory '%s': expected bytes >= 16M (e.g. 256M): %m",
-                                                       optarg);
+                                return log_error_errno(
+                                        r < 0 ? r : -ERANGE,
+                                        "Invalid --memory '%s': expected bytes >= 16M (e.g. 256M): %m",
+                                        optarg);
                         break;
                 case 'h':
                         help();
@@ -172,9 +173,9 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 if (strcmp(failure.step ? failure.step : "", "network") == 0)
                         log_error("network is disabled, please enable it in the configuration");
                 else
-                        log_error_errno(r, "Sandbox failed at step '%s'%s%s%s: %m", failure.step ? failure.step : "?",
-                                        failure.detail ? " (" : "", failure.detail ? failure.detail : "",
-                                        failure.detail ? ")" : "");
+                        log_error_errno(r, "Sandbox failed at step '%s'%s%s%s: %m",
+                                        failure.step ? failure.step : "?", failure.detail ? " (" : "",
+                                        failure.detail ? failure.detail : "", failure.detail ? ")" : "");
                 run_failure_done(&failure);
                 return r;
         }

@@ -31,15 +31,15 @@ static inline void closep(int *fd) {
 
 #define TAKE_PTR(p)                      \
         ({                               \
-                __typeof__(p) _p_ = (p);     \
+                __typeof__(p) _p_ = (p); \
                 (p) = NULL;              \
                 _p_;                     \
         })
-#define TAKE_FD(fd)                      \
-        ({                               \
-                int _fd_ = (fd);         \
-                (fd) = -EBADF;           \
-                _fd_;                    \
+#define TAKE_FD(fd)              \
+        ({                       \
+                int _fd_ = (fd); \
+                (fd) = -EBADF;   \
+                _fd_;            \
         })
 
 #define DEFINE_POINTER_CLEANUP(type, func)    \

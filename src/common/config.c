@@ -1,10 +1,10 @@
 /* config: see config.h. */
 
+#include "config.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "config.h"
 
 #ifndef LIBEXECDIR
 #define LIBEXECDIR "/usr/libexec"

@@ -7,34 +7,34 @@
 
 typedef struct Config {
         /* upstream dify-sandbox keys (DESIGN §1) */
-        char *api_key;               /* app.key */
-        uint16_t port;               /* app.port */
-        bool debug;                  /* app.debug */
-        uint32_t max_workers;        /* concurrent runs */
-        uint32_t max_requests;       /* requests in flight */
+        char *api_key;                /* app.key */
+        uint16_t port;                /* app.port */
+        bool debug;                   /* app.debug */
+        uint32_t max_workers;         /* concurrent runs */
+        uint32_t max_requests;        /* requests in flight */
         uint64_t worker_timeout_usec; /* wall clock of one run */
-        char *python_path;           /* interpreter on the host; its runtime tree holds the same path */
+        char *python_path;            /* interpreter on the host; its runtime tree holds the same path */
         char *nodejs_path;
         char *python_pip_mirror_url;
         uint64_t python_deps_update_interval_usec;
         bool enable_network;
         bool enable_preload;
-        char **allowed_syscalls;     /* NULL-terminated syscall names added to both stages */
+        char **allowed_syscalls; /* NULL-terminated syscall names added to both stages */
         char *proxy_socks5, *proxy_http, *proxy_https;
 
         /* ours (difysandbox.conf(5)) */
-        uint64_t memory_max;         /* bytes, cgroup memory limit of one run */
-        uint32_t cpu_quota_percent;  /* percent of one CPU, as CPUQuota= */
-        uint64_t cpu_time_usec;      /* RLIMIT_CPU of one run */
-        uint32_t tasks_max;          /* processes and threads of one run (pids.max and RLIMIT_NPROC) */
-        uint64_t output_max;         /* bytes of stdout and of stderr kept; more ends the run */
-        uint64_t code_max;           /* bytes of code accepted */
-        uint64_t tmp_size;           /* bytes of the run's /tmp tmpfs */
-        uint32_t open_files_max;     /* RLIMIT_NOFILE */
-        uint32_t uid_min, uid_max;   /* the UID pool, inclusive */
-        char *state_dir;             /* /run/difysandbox: UID locks, admission, stats */
-        char *runtime_dir;           /* /var/lib/difysandbox: runtime trees per language */
-        char *enter_library;         /* the preloaded final seccomp stage on the host */
+        uint64_t memory_max;        /* bytes, cgroup memory limit of one run */
+        uint32_t cpu_quota_percent; /* percent of one CPU, as CPUQuota= */
+        uint64_t cpu_time_usec;     /* RLIMIT_CPU of one run */
+        uint32_t tasks_max;         /* processes and threads of one run (pids.max and RLIMIT_NPROC) */
+        uint64_t output_max;        /* bytes of stdout and of stderr kept; more ends the run */
+        uint64_t code_max;          /* bytes of code accepted */
+        uint64_t tmp_size;          /* bytes of the run's /tmp tmpfs */
+        uint32_t open_files_max;    /* RLIMIT_NOFILE */
+        uint32_t uid_min, uid_max;  /* the UID pool, inclusive */
+        char *state_dir;            /* /run/difysandbox: UID locks, admission, stats */
+        char *runtime_dir;          /* /var/lib/difysandbox: runtime trees per language */
+        char *enter_library;        /* the preloaded final seccomp stage on the host */
 } Config;
 
 /* Fills cfg with the documented defaults (difysandbox.conf(5)). Returns -ENOMEM. */

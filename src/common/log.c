@@ -2,6 +2,8 @@
 
 #define SD_JOURNAL_SUPPRESS_LOCATION
 
+#include "log.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -11,8 +13,6 @@
 #include <sys/stat.h>
 
 #include <systemd/sd-journal.h>
-
-#include "log.h"
 
 static int max_level = LOG_INFO;
 static int target = -1; /* -1: not decided yet; 0: journal; 1: stderr */
@@ -35,7 +35,8 @@ static bool use_journal(void) {
         return target == 0;
 }
 
-int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...) {
+int log_internal(int level, int error, const char *file, int line, const char *func, const char *format,
+                 ...) {
         char message[2048]; /* a log line, never untrusted input: callers quote and bound what users send */
         int saved = errno;
         va_list ap;

@@ -14,7 +14,8 @@ void log_set_target_stderr(bool stderr_only);
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...)
         __attribute__((format(printf, 6, 7)));
 
-#define log_full_errno(level, error, ...) log_internal(level, error, __FILE__, __LINE__, __func__, __VA_ARGS__)
+#define log_full_errno(level, error, ...) \
+        log_internal(level, error, __FILE__, __LINE__, __func__, __VA_ARGS__)
 #define log_debug(...) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
 #define log_info(...) log_full_errno(LOG_INFO, 0, __VA_ARGS__)
 #define log_notice(...) log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)

@@ -1,13 +1,13 @@
 /* parse: see parse.h. */
 
+#include "parse.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#include "parse.h"
 
 /* Parses the leading digits of s; *ret_end points after them. Refuses signs and leading spaces, which
  * strtoull() would silently accept ("-1" becomes 2^64-1). */
@@ -60,11 +60,10 @@ int parse_size(const char *s, uint64_t *ret) {
                 const char *suffix;
                 uint64_t factor;
         } units[] = {
-                { "", 1ULL },          { "B", 1ULL },
-                { "K", 1ULL << 10 },   { "KB", 1ULL << 10 }, { "KiB", 1ULL << 10 },
-                { "M", 1ULL << 20 },   { "MB", 1ULL << 20 }, { "MiB", 1ULL << 20 },
-                { "G", 1ULL << 30 },   { "GB", 1ULL << 30 }, { "GiB", 1ULL << 30 },
-                { "T", 1ULL << 40 },   { "TB", 1ULL << 40 }, { "TiB", 1ULL << 40 },
+                { "", 1ULL },          { "B", 1ULL },         { "K", 1ULL << 10 },   { "KB", 1ULL << 10 },
+                { "KiB", 1ULL << 10 }, { "M", 1ULL << 20 },   { "MB", 1ULL << 20 },  { "MiB", 1ULL << 20 },
+                { "G", 1ULL << 30 },   { "GB", 1ULL << 30 },  { "GiB", 1ULL << 30 }, { "T", 1ULL << 40 },
+                { "TB", 1ULL << 40 },  { "TiB", 1ULL << 40 },
         };
         const char *end;
         uint64_t v;
@@ -89,9 +88,8 @@ int parse_duration(const char *s, uint64_t *ret_usec) {
                 const char *suffix;
                 uint64_t usec;
         } units[] = {
-                { "", 1000000ULL },  { "s", 1000000ULL },   { "sec", 1000000ULL },
-                { "ms", 1000ULL },   { "msec", 1000ULL },   { "us", 1ULL },
-                { "min", 60000000ULL },
+                { "", 1000000ULL },  { "s", 1000000ULL }, { "sec", 1000000ULL },  { "ms", 1000ULL },
+                { "msec", 1000ULL }, { "us", 1ULL },      { "min", 60000000ULL },
         };
         const char *end;
         uint64_t whole, frac = 0, frac_div = 1;

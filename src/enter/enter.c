@@ -49,7 +49,8 @@ __attribute__((constructor)) static void enter_final_stage(void) {
                 enter_fail("cannot move the code fd");
         (void) close(ENTER_FD_CODE);
 
-        prog = (struct sock_fprog){ .len = (unsigned short) (size / sizeof(struct sock_filter)), .filter = filter };
+        prog = (struct sock_fprog){ .len = (unsigned short) (size / sizeof(struct sock_filter)),
+                                    .filter = filter };
         /* TSYNC: should the interpreter ever start a thread before main, it gets the filter too. */
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
                 enter_fail("cannot install the final filter");

@@ -9,9 +9,7 @@
  * once the enter library has installed the final seccomp stage (src/enter/enter.c), and runs it in
  * __main__ so that `if __name__ == "__main__"` works as in a script. */
 static const char *const python3_argv_tail[] = {
-        "-I", "-B", "-c",
-        "exec(compile(__import__('os').fdopen(3,'rb').read(),'<string>','exec'))",
-        NULL,
+        "-I", "-B", "-c", "exec(compile(__import__('os').fdopen(3,'rb').read(),'<string>','exec'))", NULL,
 };
 
 /* HOME: glibc asks nscd for the home directory at start-up when it is unset (a socket per run).

@@ -1,9 +1,10 @@
 /* runtime: see runtime.h. */
 
+#include "runtime.h"
+
 #include <string.h>
 
 #include "common/config.h"
-#include "runtime.h"
 
 const Runtime *runtime_get(Language language) {
         switch (language) {

@@ -1,5 +1,7 @@
 /* cgroup: see cgroup.h. */
 
+#include "cgroup.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
 #include "common/cleanup.h"
 #include "common/parse.h"
 
@@ -383,7 +384,8 @@ static int write_limits_v2(const char *path, const CgroupLimits *limits) {
         r = write_file(path, "pids.max", "%" PRIu32, limits->tasks_max);
         if (r < 0)
                 return r;
-        return write_file(path, "cpu.max", "%" PRIu64 " 100000", (uint64_t) limits->cpu_quota_percent * 1000);
+        return write_file(path, "cpu.max", "%" PRIu64 " 100000",
+                          (uint64_t) limits->cpu_quota_percent * 1000);
 }
 
 static int write_limits_v1(RunCgroup *cg, const CgroupLimits *limits) {
@@ -536,7 +538,7 @@ RunCgroup *cgroup_run_destroy(RunCgroup *cg) {
         for (Hierarchy h = 0; h < _HIERARCHY_MAX; h++) {
                 if (cg->path[h])
                         (void) remove_cgroup(cg->path[h], cg->layout->v2); /* what stays is removed by
-                                                                           * the next holder of the UID */
+                                                                            * the next holder of the UID */
                 free(cg->path[h]);
         }
         free(cg);

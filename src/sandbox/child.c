@@ -1,5 +1,7 @@
 /* child: see child.h. */
 
+#include "child.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -10,7 +12,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "child.h"
 #include "creds.h"
 #include "enter/enter-protocol.h"
 #include "rlimits.h"
@@ -18,9 +19,11 @@
 #include "seccomp.h"
 
 static const char *const step_names[_CHILD_STEP_MAX] = {
-        [CHILD_STEP_SYNC] = "sync",         [CHILD_STEP_ROOTFS] = "rootfs", [CHILD_STEP_HOSTNAME] = "hostname",
-        [CHILD_STEP_CGROUPNS] = "cgroupns", [CHILD_STEP_FDS] = "fds",       [CHILD_STEP_RLIMITS] = "rlimits",
-        [CHILD_STEP_CREDS] = "credentials", [CHILD_STEP_SECCOMP] = "seccomp", [CHILD_STEP_EXEC] = "exec",
+        [CHILD_STEP_SYNC] = "sync",         [CHILD_STEP_ROOTFS] = "rootfs",
+        [CHILD_STEP_HOSTNAME] = "hostname", [CHILD_STEP_CGROUPNS] = "cgroupns",
+        [CHILD_STEP_FDS] = "fds",           [CHILD_STEP_RLIMITS] = "rlimits",
+        [CHILD_STEP_CREDS] = "credentials", [CHILD_STEP_SECCOMP] = "seccomp",
+        [CHILD_STEP_EXEC] = "exec",
 };
 
 const char *child_step_to_string(ChildStep step) {

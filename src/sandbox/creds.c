@@ -1,13 +1,12 @@
 /* creds: see creds.h. */
 
+#include "creds.h"
+
 #include <errno.h>
+#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include <sys/capability.h>
-
-#include "creds.h"
 
 int creds_drop(uid_t uid, gid_t gid, cap_t no_caps) {
         if (uid == 0 || gid == 0)

@@ -1,5 +1,7 @@
 /* output: see output.h. */
 
+#include "output.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -13,7 +15,6 @@
 #include "child.h"
 #include "common/cleanup.h"
 #include "enter/enter-protocol.h"
-#include "output.h"
 
 enum { SLOT_PID, SLOT_CODE, SLOT_STATUS, SLOT_ACK, SLOT_STDOUT, SLOT_STDERR, _SLOT_MAX };
 
@@ -126,7 +127,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                 if (p[SLOT_PID].revents) {
                         exited = true;
                         exit_usec = now_usec();
-                        p[SLOT_PID].fd = -1; /* owned by the caller */
+                        p[SLOT_PID].fd = -1;      /* owned by the caller */
                         if (p[SLOT_CODE].fd >= 0) /* nobody will read the rest */
                                 p[SLOT_CODE].fd = safe_close(p[SLOT_CODE].fd);
                 }

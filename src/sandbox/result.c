@@ -1,20 +1,17 @@
 /* result: see result.h. */
 
+#include "result.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
-#include "result.h"
-
 static const char *const result_names[_RUN_RESULT_MAX] = {
-        [RUN_RESULT_OK] = "ok",
-        [RUN_RESULT_ERROR] = "error",
-        [RUN_RESULT_TIMEOUT] = "timeout",
-        [RUN_RESULT_MEMORY] = "memory",
-        [RUN_RESULT_SECCOMP] = "seccomp",
-        [RUN_RESULT_OUTPUT_TRUNCATED] = "output-truncated",
+        [RUN_RESULT_OK] = "ok",           [RUN_RESULT_ERROR] = "error",
+        [RUN_RESULT_TIMEOUT] = "timeout", [RUN_RESULT_MEMORY] = "memory",
+        [RUN_RESULT_SECCOMP] = "seccomp", [RUN_RESULT_OUTPUT_TRUNCATED] = "output-truncated",
 };
 
 static const char *const result_lines[_RUN_RESULT_MAX] = {
@@ -75,8 +72,8 @@ int result_format_error(RunResult result, int exit_code, const char *stderr_text
                 return 0;
         }
         line = result_lines[result];
-        if (asprintf(&s, "process exited with code %d\n%s%s%s", exit_code, line ? line : "", line ? "\n" : "",
-                     stderr_text ? stderr_text : "") < 0)
+        if (asprintf(&s, "process exited with code %d\n%s%s%s", exit_code, line ? line : "",
+                     line ? "\n" : "", stderr_text ? stderr_text : "") < 0)
                 return -ENOMEM;
         *ret = s;
         return 0;

@@ -1,12 +1,13 @@
 /* rootfs: see rootfs.h. */
 
+#include "rootfs.h"
+
 #include <errno.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "child.h"
-#include "rootfs.h"
 
 /* A read-only bind of source onto target. The remount is what makes it read-only: MS_RDONLY is ignored
  * on the first MS_BIND call. */

@@ -1,5 +1,7 @@
 /* run: see run.h. */
 
+#include "run.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -9,20 +11,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <sys/capability.h>
-
 #include "cgroup.h"
 #include "child.h"
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "output.h"
-#include "run.h"
 #include "seccomp.h"
 #include "uidpool.h"
 
@@ -168,7 +168,8 @@ static int plan_strings_make(const Config *cfg, const Runtime *rt, const char *r
         size_t n_env = 0;
 
         if (asprintf(&s->root_tmp, "%s/tmp", root) < 0 ||
-            asprintf(&s->tmp_options, "size=%" PRIu64 ",nr_inodes=%u,mode=1777", cfg->tmp_size, 16384U) < 0 ||
+            asprintf(&s->tmp_options, "size=%" PRIu64 ",nr_inodes=%u,mode=1777", cfg->tmp_size, 16384U) <
+                    0 ||
             asprintf(&s->enter_target, "%s" ENTER_TARGET, root) < 0)
                 return -ENOMEM;
         for (int i = 0; i < 3; i++)
@@ -287,7 +288,8 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
 
         r = pipes_open(&pipes);
         if (r >= 0)
-                r = write_filter(pipes.fds[PIPE_FILTER][1], sb->filters[rt->language][req->network][SECCOMP_STAGE_FINAL]);
+                r = write_filter(pipes.fds[PIPE_FILTER][1],
+                                 sb->filters[rt->language][req->network][SECCOMP_STAGE_FINAL]);
         if (r < 0) {
                 pipes_close(&pipes);
                 plan_strings_done(&strs);
@@ -389,7 +391,8 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         if (rep.setup_failed) {
                 const char *step = child_step_to_string(rep.failed_step);
                 output_report_done(&rep);
-                return fail(reterr, step ? step : "child", rep.failed_error < 0 ? rep.failed_error : -EIO, NULL);
+                return fail(reterr, step ? step : "child", rep.failed_error < 0 ? rep.failed_error : -EIO,
+                            NULL);
         }
         if (!rep.acked && !rep.timed_out) {
                 /* The interpreter ran without the final stage being confirmed: no result is trusted. */

@@ -1,9 +1,9 @@
 /* seccomp-policy: the rows common to both interpreters. Sources: ../shared/reference/syscalls.md (measured
  * on Debian 12's Python 3.11 and Node.js 20). Rows are sorted by name; every row gives its reason. */
 
-#include <sys/ioctl.h>
-
 #include "seccomp-policy.h"
+
+#include <sys/ioctl.h>
 
 /* clang-format off */
 static const SyscallRule common_rules[] = {
@@ -95,16 +95,73 @@ static const IoctlRule ioctl_rules[] = {
 /* clang-format on */
 
 static const char *const never_allow[] = {
-        "acct", "add_key", "bpf", "chroot", "capset", "clock_adjtime", "clock_settime", "delete_module",
-        "execve", "execveat", "fanotify_init", "finit_module", "fork", "fsconfig", "fsmount", "fsopen",
-        "fspick", "init_module", "io_uring_enter", "io_uring_register", "io_uring_setup", "ioperm", "iopl",
-        "kcmp", "kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie", "mount", "mount_setattr",
-        "move_mount", "name_to_handle_at", "open_by_handle_at", "open_tree", "perf_event_open",
-        "personality", "pidfd_getfd", "pivot_root", "process_madvise", "process_vm_readv",
-        "process_vm_writev", "ptrace", "quotactl", "reboot", "request_key", "setdomainname", "setfsgid",
-        "setfsuid", "setgid", "setgroups", "sethostname", "setns", "setregid", "setresgid", "setresuid",
-        "setreuid", "settimeofday", "setuid", "swapoff", "swapon", "syslog", "umount2", "unshare",
-        "uselib", "userfaultfd", "vfork", "vhangup",
+        "acct",
+        "add_key",
+        "bpf",
+        "chroot",
+        "capset",
+        "clock_adjtime",
+        "clock_settime",
+        "delete_module",
+        "execve",
+        "execveat",
+        "fanotify_init",
+        "finit_module",
+        "fork",
+        "fsconfig",
+        "fsmount",
+        "fsopen",
+        "fspick",
+        "init_module",
+        "io_uring_enter",
+        "io_uring_register",
+        "io_uring_setup",
+        "ioperm",
+        "iopl",
+        "kcmp",
+        "kexec_file_load",
+        "kexec_load",
+        "keyctl",
+        "lookup_dcookie",
+        "mount",
+        "mount_setattr",
+        "move_mount",
+        "name_to_handle_at",
+        "open_by_handle_at",
+        "open_tree",
+        "perf_event_open",
+        "personality",
+        "pidfd_getfd",
+        "pivot_root",
+        "process_madvise",
+        "process_vm_readv",
+        "process_vm_writev",
+        "ptrace",
+        "quotactl",
+        "reboot",
+        "request_key",
+        "setdomainname",
+        "setfsgid",
+        "setfsuid",
+        "setgid",
+        "setgroups",
+        "sethostname",
+        "setns",
+        "setregid",
+        "setresgid",
+        "setresuid",
+        "setreuid",
+        "settimeofday",
+        "setuid",
+        "swapoff",
+        "swapon",
+        "syslog",
+        "umount2",
+        "unshare",
+        "uselib",
+        "userfaultfd",
+        "vfork",
+        "vhangup",
 };
 
 const SyscallRule *seccomp_common_rules(size_t *ret_n) {

@@ -7,15 +7,15 @@
 #include <stddef.h>
 
 typedef enum RuleAction {
-        RULE_ALLOW,        /* both stages */
-        RULE_STARTUP,      /* stage 1 only: ld.so, glibc start-up and the enter library before user code */
-        RULE_THREAD_ONLY,  /* clone: only with CLONE_VM|CLONE_SIGHAND|CLONE_THREAD and no namespace flag */
-        RULE_ENOSYS,       /* fails with ENOSYS so libc falls back to a call we can check */
-        RULE_EPERM,        /* fails with EPERM so the library reports a clean error instead of dying */
-        RULE_NETWORK,      /* allowed only when the run has network; killed otherwise */
-        RULE_SOCKET,       /* socket(): AF_INET/AF_INET6 with network, else EACCES (glibc then skips nscd) */
+        RULE_ALLOW,       /* both stages */
+        RULE_STARTUP,     /* stage 1 only: ld.so, glibc start-up and the enter library before user code */
+        RULE_THREAD_ONLY, /* clone: only with CLONE_VM|CLONE_SIGHAND|CLONE_THREAD and no namespace flag */
+        RULE_ENOSYS,      /* fails with ENOSYS so libc falls back to a call we can check */
+        RULE_EPERM,       /* fails with EPERM so the library reports a clean error instead of dying */
+        RULE_NETWORK,     /* allowed only when the run has network; killed otherwise */
+        RULE_SOCKET,      /* socket(): AF_INET/AF_INET6 with network, else EACCES (glibc then skips nscd) */
         RULE_SOCKET_NETLINK, /* socket(): as RULE_SOCKET, plus AF_NETLINK/NETLINK_ROUTE with network */
-        RULE_IOCTL,        /* ioctl(): only the terminal and socket queries of ioctl_allowed[] */
+        RULE_IOCTL,          /* ioctl(): only the terminal and socket queries of ioctl_allowed[] */
         _RULE_ACTION_MAX,
 } RuleAction;
 

@@ -1,6 +1,9 @@
 /* seccomp: see seccomp.h. */
 
+#include "seccomp.h"
+
 #include <errno.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -11,13 +14,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <linux/netlink.h>
 #include <seccomp.h>
 
 #include "common/cleanup.h"
 #include "runtime/runtime.h"
 #include "seccomp-policy.h"
-#include "seccomp.h"
 
 DEFINE_POINTER_CLEANUP(scmp_filter_ctx, seccomp_release);
 DEFINE_POINTER_CLEANUP(SeccompProgram *, seccomp_program_free);
@@ -43,12 +44,13 @@ static int add_socket_rules(scmp_filter_ctx ctx, bool network, bool netlink) {
                 return r;
         /* AF_UNIX reaches nothing useful and would let code talk to abstract sockets of the host's network
          * namespace; refusing it makes glibc skip nscd. Other families: default (kill). */
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
+                             SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
         if (r < 0)
                 return r;
         if (netlink)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
-                                     SCMP_A2(SCMP_CMP_EQ, NETLINK_ROUTE));
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2,
+                                     SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_EQ, NETLINK_ROUTE));
         return r;
 }
 

@@ -1,5 +1,7 @@
 /* uidpool: see uidpool.h. */
 
+#include "uidpool.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,7 +13,6 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "uidpool.h"
 
 static int open_dir(const char *state_dir, int *ret_fd) {
         _cleanup_close_ int state_fd = -EBADF;

@@ -1,0 +1,46 @@
+#pragma once
+/* config-file: reads the configuration into a Config: the main YAML file, its drop-ins, then the
+ * environment overrides (DESIGN §1, difysandbox.conf(5)), and prints the effective values back. It owns
+ * the list of keys, their types, limits and environment variables; nothing else parses config text.
+ * Non-logging, except config_check_main(), which is the body of `difysandbox check-config`. */
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct Config Config;
+
+#define CONFIG_FILE_MAIN "/etc/difysandbox/config.yaml"
+#define CONFIG_FILE_DROPIN_DIR "/etc/difysandbox/config.d"
+
+/* Why a load failed, for the operator: "FILE:LINE: KEY: 'VALUE': REASON", or "environment variable X:
+ * KEY: 'VALUE': REASON". Parts that do not apply are left out (a malformed file has no key). */
+typedef struct ConfigError {
+        char *message; /* malloc'ed; NULL while there is no error */
+} ConfigError;
+
+void config_error_done(ConfigError *e); /* frees the message, leaves e empty */
+
+/* Applies, on top of what cfg holds (callers start from config_init_defaults()):
+ *   1. main_file (NULL: CONFIG_FILE_MAIN). A missing file is fine; an unreadable or malformed one is not.
+ *   2. every *.yaml in dropin_dir (NULL: CONFIG_FILE_DROPIN_DIR; "": none), in strcmp() order of the
+ *      names, each overriding what came before. Hidden files and other names are ignored; a missing
+ *      directory is fine.
+ *   3. the environment overrides found in env (a NULL-terminated "NAME=value" array, as environ; may be
+ *      NULL), which win over every file.
+ * Within one file a key given twice takes its later value; a list (allowed_syscalls) is replaced whole,
+ * never merged. Unknown keys, values of the wrong shape or out of range are refused.
+ *
+ * Returns 0, -EINVAL for a bad value or malformed YAML, another -errno for a file that cannot be read,
+ * or -ENOMEM. On failure *reterr (if not NULL) says why, and cfg may have been partly changed: load into
+ * a fresh Config and swap it in only on success (a reload that fails keeps the old configuration). */
+int config_load(Config *cfg, const char *main_file, const char *dropin_dir, char **env, ConfigError *reterr);
+
+/* Prints the effective values, one "key: value" line each, in a YAML that config_load() reads back to
+ * the same Config. app.key is printed as <set> unless show_secrets. python_lib_path, which is accepted
+ * but not kept, is not printed. Returns 0 or -EIO. */
+int config_format(const Config *cfg, FILE *f, bool show_secrets);
+
+/* `difysandbox check-config [FILE]`: loads FILE (only it: no drop-ins; it must exist) or, without FILE,
+ * the default main file and drop-ins, then the overrides of this process's environment. Prints the
+ * effective configuration on stdout and returns 0, or logs why it is refused and returns < 0. */
+int config_check_main(const char *file, bool show_secrets);

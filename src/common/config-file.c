@@ -1,5 +1,8 @@
 /* config-file: see config-file.h. */
 
+#include "config-file.h"
+
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +21,6 @@
 #include <yaml.h>
 
 #include "cleanup.h"
-#include "config-file.h"
 #include "config.h"
 #include "log.h"
 #include "parse.h"
@@ -63,27 +65,28 @@ typedef struct KeyDef {
 /* clang-format off */
 static const KeyDef keys[] = {
         /* name                          type               field                     min */
-        { "app",                         KEY_SECTION },
+        { "app",                         KEY_SECTION,       0,                        0 },
         { "app.port",                    KEY_PORT,          F(port),                  1 },
-        { "app.debug",                   KEY_BOOL,          F(debug) },
-        { "app.key",                     KEY_SECRET,        F(api_key) },
-        { "max_workers",                 KEY_UINT32,        F(max_workers),           1 }, /* upstream hangs on 0 */
+        { "app.debug",                   KEY_BOOL,          F(debug),                 0 },
+        { "app.key",                     KEY_SECRET,        F(api_key),               0 },
+        /* upstream hangs on max_workers: 0; we refuse it */
+        { "max_workers",                 KEY_UINT32,        F(max_workers),           1 },
         { "max_requests",                KEY_UINT32,        F(max_requests),          1 },
         { "worker_timeout",              KEY_DURATION,      F(worker_timeout_usec),   USEC_PER_MSEC },
-        { "python_path",                 KEY_UPSTREAM_PATH, F(python_path) },
-        { "python_lib_path",             KEY_STRING_LIST }, /* the runtime tree decides what runs see */
-        { "python_pip_mirror_url",       KEY_STRING,        F(python_pip_mirror_url) },
-        { "python_deps_update_interval", KEY_GO_DURATION,
-                                                            F(python_deps_update_interval_usec),
+        { "python_path",                 KEY_UPSTREAM_PATH, F(python_path),           0 },
+        /* accepted and checked, not kept: the runtime tree decides what runs see */
+        { "python_lib_path",             KEY_STRING_LIST,   0,                        0 },
+        { "python_pip_mirror_url",       KEY_STRING,        F(python_pip_mirror_url), 0 },
+        { "python_deps_update_interval", KEY_GO_DURATION,   F(python_deps_update_interval_usec),
                                                                                       USEC_PER_SEC },
-        { "nodejs_path",                 KEY_UPSTREAM_PATH, F(nodejs_path) },
-        { "enable_network",              KEY_BOOL,          F(enable_network) },
-        { "enable_preload",              KEY_BOOL,          F(enable_preload) },
-        { "allowed_syscalls",            KEY_SYSCALLS,      F(allowed_syscalls) },
-        { "proxy",                       KEY_SECTION },
-        { "proxy.socks5",                KEY_STRING,        F(proxy_socks5) },
-        { "proxy.http",                  KEY_STRING,        F(proxy_http) },
-        { "proxy.https",                 KEY_STRING,        F(proxy_https) },
+        { "nodejs_path",                 KEY_UPSTREAM_PATH, F(nodejs_path),           0 },
+        { "enable_network",              KEY_BOOL,          F(enable_network),        0 },
+        { "enable_preload",              KEY_BOOL,          F(enable_preload),        0 },
+        { "allowed_syscalls",            KEY_SYSCALLS,      F(allowed_syscalls),      0 },
+        { "proxy",                       KEY_SECTION,       0,                        0 },
+        { "proxy.socks5",                KEY_STRING,        F(proxy_socks5),          0 },
+        { "proxy.http",                  KEY_STRING,        F(proxy_http),            0 },
+        { "proxy.https",                 KEY_STRING,        F(proxy_https),           0 },
         /* ours: difysandbox.conf(5) */
         { "memory_max",                  KEY_SIZE,          F(memory_max),            UINT64_C(16) << 20 },
         { "cpu_quota",                   KEY_PERCENT,       F(cpu_quota_percent),     1 },
@@ -95,9 +98,9 @@ static const KeyDef keys[] = {
         { "open_files_max",              KEY_UINT32,        F(open_files_max),        32 },
         { "uid_min",                     KEY_UID,           F(uid_min),               1 },
         { "uid_max",                     KEY_UID,           F(uid_max),               1 },
-        { "state_dir",                   KEY_PATH,          F(state_dir) },
-        { "runtime_dir",                 KEY_PATH,          F(runtime_dir) },
-        { "enter_library",               KEY_PATH,          F(enter_library) },
+        { "state_dir",                   KEY_PATH,          F(state_dir),             0 },
+        { "runtime_dir",                 KEY_PATH,          F(runtime_dir),           0 },
+        { "enter_library",               KEY_PATH,          F(enter_library),         0 },
 };
 
 typedef struct EnvOverride {
@@ -335,8 +338,8 @@ static int config_verror(ConfigError *reterr, int error, const char *where, unsi
 }
 
 static int __attribute__((format(printf, 8, 9)))
-config_error(ConfigError *reterr, int error, const char *where, unsigned line, const char *key, const char *value,
-             size_t value_len, const char *format, ...) {
+config_error(ConfigError *reterr, int error, const char *where, unsigned line, const char *key,
+             const char *value, size_t value_len, const char *format, ...) {
         va_list ap;
         int r;
 
@@ -376,7 +379,6 @@ static const KeyDef *key_lookup(const char *name) {
                         return &keys[i];
         return NULL;
 }
-
 
 static void *key_field(Config *cfg, const KeyDef *def) {
         return (uint8_t *) cfg + def->offset;
@@ -445,7 +447,8 @@ static void format_size(uint64_t v, char buf[static NUMBER_TEXT_MAX]) {
  * with_unit, which messages use ("1s"). */
 static void format_duration(uint64_t usec, bool with_unit, char buf[static NUMBER_TEXT_MAX]) {
         if (usec % USEC_PER_SEC == 0)
-                (void) snprintf(buf, NUMBER_TEXT_MAX, "%" PRIu64 "%s", usec / USEC_PER_SEC, with_unit ? "s" : "");
+                (void) snprintf(buf, NUMBER_TEXT_MAX, "%" PRIu64 "%s", usec / USEC_PER_SEC,
+                                with_unit ? "s" : "");
         else if (usec % USEC_PER_MSEC == 0)
                 (void) snprintf(buf, NUMBER_TEXT_MAX, "%" PRIu64 "ms", usec / USEC_PER_MSEC);
         else
@@ -606,7 +609,7 @@ static int set_string(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
         } else {
                 if (def->type == KEY_SECRET && s[0] == '\0')
                         return fail_value(ctx, def, v, "must not be empty");
-                if (IN_SET_PATH(def->type) && s[0] != '/')
+                if ((def->type == KEY_PATH || def->type == KEY_UPSTREAM_PATH) && s[0] != '/')
                         return fail_value(ctx, def, v, "must be an absolute path");
                 copy = strdup(s);
                 if (!copy)
@@ -614,5 +617,838 @@ static int set_string(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
         }
         free(*field);
         *field = copy;
+        return 0;
+}
+
+static int set_number(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
+        char min_text[NUMBER_TEXT_MAX];
+        void *field = key_field(ctx->cfg, def);
+        uint64_t u64;
+        uint32_t u32;
+        bool b;
+        int r;
+
+        switch (def->type) {
+
+        case KEY_PORT:
+        case KEY_UINT32:
+        case KEY_UID: {
+                uint32_t max = def->type == KEY_PORT  ? UINT16_MAX
+                               : def->type == KEY_UID ? UINT32_MAX - 1
+                                                      : UINT32_MAX;
+
+                r = parse_uint32(v->text, &u32);
+                if (r == -EINVAL)
+                        return fail_value(ctx, def, v, "expected an integer");
+                if (max < UINT32_MAX && (r < 0 || u32 < def->min || u32 > max))
+                        return fail_value(ctx, def, v, "must be between %" PRIu64 " and %" PRIu32, def->min,
+                                          max);
+                if (r < 0)
+                        return fail_value(ctx, def, v, "must be at most %" PRIu32, max);
+                if (u32 < def->min)
+                        return fail_value(ctx, def, v, "must be at least %" PRIu64, def->min);
+                if (def->type == KEY_PORT)
+                        *(uint16_t *) field = (uint16_t) u32;
+                else
+                        *(uint32_t *) field = u32;
+                return 0;
+        }
+
+        case KEY_BOOL:
+                if (parse_boolean(v->text, &b) < 0)
+                        return fail_value(ctx, def, v, "expected a boolean (true or false)");
+                *(bool *) field = b;
+                return 0;
+
+        case KEY_SIZE:
+                r = parse_size(v->text, &u64);
+                if (r == -ERANGE)
+                        return fail_value(ctx, def, v, "too large");
+                if (r < 0)
+                        return fail_value(ctx, def, v, "expected a size in bytes (e.g. 512M, 2G)");
+                format_size(def->min, min_text);
+                if (u64 < def->min)
+                        return fail_value(ctx, def, v, "must be at least %s", min_text);
+                *(uint64_t *) field = u64;
+                return 0;
+
+        case KEY_DURATION:
+                r = parse_duration(v->text, &u64);
+                if (r == -ERANGE)
+                        return fail_value(ctx, def, v, "too large");
+                if (r < 0)
+                        return fail_value(ctx, def, v,
+                                          "expected a duration in seconds (e.g. 5, 2.5, 500ms)");
+                format_duration(def->min, /* with_unit= */ true, min_text);
+                if (u64 < def->min)
+                        return fail_value(ctx, def, v, "must be at least %s", min_text);
+                *(uint64_t *) field = u64;
+                return 0;
+
+        case KEY_GO_DURATION:
+                if (v->null || v->len == 0) { /* upstream: empty means its default of 30m */
+                        r = default_uint64(def, &u64);
+                        if (r < 0)
+                                return r;
+                        *(uint64_t *) field = u64;
+                        return 0;
+                }
+                r = parse_go_duration(v->text, &u64);
+                if (r == -ENOMEM)
+                        return r;
+                if (r == -ERANGE)
+                        return fail_value(ctx, def, v, "too large");
+                if (r < 0)
+                        return fail_value(ctx, def, v, "expected a Go duration (e.g. 30m, 1h30m, 90s)");
+                format_duration(def->min, /* with_unit= */ true, min_text);
+                if (u64 < def->min)
+                        return fail_value(ctx, def, v, "must be at least %s", min_text);
+                *(uint64_t *) field = u64;
+                return 0;
+
+        case KEY_PERCENT:
+                r = parse_percent(v->text, &u32);
+                if (r == -EINVAL) /* a plain number of percent, as upstream-style YAML writes it */
+                        r = parse_uint32(v->text, &u32);
+                if (r == -EINVAL)
+                        return fail_value(ctx, def, v, "expected a percentage of one CPU (e.g. 150%%)");
+                if (r < 0 || u32 < 1 || u32 > 100000)
+                        return fail_value(ctx, def, v, "must be between 1%% and 100000%%");
+                *(uint32_t *) field = u32;
+                return 0;
+
+        default:
+                assert(false);
+                return -EINVAL;
+        }
+}
+
+static bool strv_contains(char *const *l, const char *s) {
+        for (; l && *l; l++)
+                if (streq(*l, s))
+                        return true;
+        return false;
+}
+
+static const char *never_allow_reason(const char *name) {
+        const char *const *never;
+        size_t n;
+
+        never = seccomp_never_allow(&n);
+        for (size_t i = 0; i < n; i++) {
+                if (!streq(never[i], name))
+                        continue;
+                for (size_t j = 0; j < ELEMENTSOF(never_allow_why); j++)
+                        if (streq(never_allow_why[j].name, name))
+                                return never_allow_why[j].why;
+                return "it would let code out of the sandbox";
+        }
+        return NULL;
+}
+
+/* One item of allowed_syscalls: a number of this architecture (upstream's form) or a name. */
+static int syscall_from_item(LoadContext *ctx, const KeyDef *def, const Scalar *v, char **ret_name) {
+        _cleanup_free_ char *name = NULL;
+        const char *why;
+        bool by_number;
+        uint32_t nr;
+        int r;
+
+        r = parse_uint32(v->text, &nr);
+        by_number = r != -EINVAL;
+        if (by_number) {
+                if (r < 0 || nr > INT_MAX)
+                        return fail_value(ctx, def, v, "unknown system call number");
+                name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, (int) nr);
+                if (!name)
+                        return fail_value(ctx, def, v, "unknown system call number");
+        } else {
+                if (!string_is_clean(v->text, v->len) || v->len == 0 ||
+                    seccomp_syscall_resolve_name(v->text) == __NR_SCMP_ERROR)
+                        return fail_value(ctx, def, v, "unknown system call");
+                name = strdup(v->text);
+                if (!name)
+                        return -ENOMEM;
+        }
+
+        why = never_allow_reason(name);
+        if (why && by_number)
+                return fail_value(ctx, def, v, "%s: never allowed: %s", name, why);
+        if (why)
+                return fail_value(ctx, def, v, "never allowed: %s", why);
+        *ret_name = TAKE_PTR(name);
+        return 0;
+}
+
+static int set_list(LoadContext *ctx, const KeyDef *def, const ScalarList *l) {
+        _cleanup_(strv_freep) char **names = NULL;
+        size_t n = 0;
+        int r;
+
+        for (size_t i = 0; i < l->n; i++)
+                if (memchr(l->items[i].text, 0, l->items[i].len))
+                        return fail_value(ctx, def, &l->items[i], "must not contain NUL bytes");
+
+        if (def->type == KEY_STRING_LIST) {
+                for (size_t i = 0; i < l->n; i++)
+                        if (!string_is_clean(l->items[i].text, l->items[i].len))
+                                return fail_value(ctx, def, &l->items[i],
+                                                  "must be valid UTF-8 without control characters");
+                return 0; /* accepted for upstream's sake; the runtime tree decides what runs see */
+        }
+
+        names = calloc(l->n + 1, sizeof(char *));
+        if (!names)
+                return -ENOMEM;
+        for (size_t i = 0; i < l->n; i++) {
+                _cleanup_free_ char *name = NULL;
+
+                r = syscall_from_item(ctx, def, &l->items[i], &name);
+                if (r < 0)
+                        return r;
+                if (!strv_contains(names, name))
+                        names[n++] = TAKE_PTR(name);
+        }
+
+        char ***field = key_field(ctx->cfg, def);
+        (void) strv_free(*field);
+        *field = TAKE_PTR(names);
+        return 0;
+}
+
+static int origin_record(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
+        KeyOrigin *o = &ctx->origins[def - keys];
+        char *where, *value;
+
+        where = strdup(ctx->where);
+        value = strndup(v->text, v->len);
+        if (!where || !value) {
+                free(where);
+                free(value);
+                return -ENOMEM;
+        }
+        free(o->where);
+        free(o->value);
+        *o = (KeyOrigin){ .where = where, .line = v->line, .value = value, .seq = ++ctx->seq };
+        return 0;
+}
+
+static int set_scalar(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
+        int r;
+
+        if (memchr(v->text, 0, v->len))
+                return fail_value(ctx, def, v, "must not contain NUL bytes");
+        switch (def->type) {
+        case KEY_STRING:
+        case KEY_SECRET:
+        case KEY_PATH:
+        case KEY_UPSTREAM_PATH:
+                r = set_string(ctx, def, v);
+                break;
+        default:
+                r = set_number(ctx, def, v);
+        }
+        if (r < 0)
+                return r;
+        return origin_record(ctx, def, v);
+}
+
+/* Environment values: one scalar, or for a list a comma-separated one ("0,1,read", as upstream). */
+static int set_from_env(LoadContext *ctx, const KeyDef *def, const char *value) {
+        _cleanup_(scalar_list_done) ScalarList l = { 0 };
+        size_t n = 1;
+
+        if (def->type != KEY_SYSCALLS) {
+                Scalar v = { .text = (char *) value, .len = strlen(value) };
+                return set_scalar(ctx, def, &v);
+        }
+
+        for (const char *c = value; *c; c++)
+                n += *c == ',';
+        l.items = calloc(n, sizeof(Scalar));
+        if (!l.items)
+                return -ENOMEM;
+        for (const char *p = value;; p++) {
+                size_t len = strcspn(p, ",");
+                const char *start = p, *end = p + len;
+
+                while (start < end && (*start == ' ' || *start == '\t'))
+                        start++;
+                while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
+                        end--;
+                l.items[l.n].text = strndup(start, (size_t) (end - start));
+                if (!l.items[l.n].text)
+                        return -ENOMEM;
+                l.items[l.n].len = (size_t) (end - start);
+                l.n++;
+                p += len;
+                if (*p == '\0')
+                        break;
+        }
+        for (size_t i = 0; i < l.n; i++)
+                if (l.items[i].len == 0)
+                        return fail_value(ctx, def,
+                                          &(Scalar){ .text = (char *) value, .len = strlen(value) },
+                                          "empty item in the comma-separated list");
+        return set_list(ctx, def, &l);
+}
+
+/* libyaml's own words for a malformed file, with the line it stopped at. */
+static int fail_yaml(LoadContext *ctx, const yaml_parser_t *p) {
+        if (p->error == YAML_MEMORY_ERROR)
+                return -ENOMEM;
+        if (p->error == YAML_READER_ERROR)
+                return config_error(ctx->reterr, -EINVAL, ctx->where, 0, NULL, NULL, 0,
+                                    "malformed YAML: %s at byte %zu", p->problem ? p->problem : "unreadable",
+                                    p->problem_offset);
+        if (p->context)
+                return config_error(ctx->reterr, -EINVAL, ctx->where, (unsigned) p->problem_mark.line + 1,
+                                    NULL, NULL, 0, "malformed YAML: %s (%s at line %zu)",
+                                    p->problem ? p->problem : "error", p->context, p->context_mark.line + 1);
+        return config_error(ctx->reterr, -EINVAL, ctx->where, (unsigned) p->problem_mark.line + 1, NULL,
+                            NULL, 0, "malformed YAML: %s", p->problem ? p->problem : "error");
+}
+
+static int next_event(LoadContext *ctx, yaml_parser_t *p, yaml_event_t *ret) {
+        if (!yaml_parser_parse(p, ret))
+                return fail_yaml(ctx, p);
+        if (ret->type == YAML_ALIAS_EVENT)
+                return fail_key(ctx, (unsigned) ret->start_mark.line + 1, NULL,
+                                "YAML aliases are not supported");
+        return 0;
+}
+
+static unsigned event_line(const yaml_event_t *e) {
+        return (unsigned) e->start_mark.line + 1;
+}
+
+/* A copy of a scalar event's text; libyaml gives a length, and the text may hold NUL bytes. */
+static int scalar_from_event(const yaml_event_t *e, Scalar *ret) {
+        static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
+        size_t len = e->data.scalar.length;
+        char *text;
+
+        text = malloc(len + 1);
+        if (!text)
+                return -ENOMEM;
+        memcpy(text, e->data.scalar.value, len);
+        text[len] = '\0';
+        *ret = (Scalar){ .text = text, .len = len, .line = event_line(e) };
+        if (e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+                for (size_t i = 0; i < ELEMENTSOF(nulls); i++)
+                        if (streq(text, nulls[i]))
+                                ret->null = true;
+        return 0;
+}
+
+static const char *shape_name(yaml_event_type_t t) {
+        return t == YAML_MAPPING_START_EVENT ? "a mapping" : "a list";
+}
+
+static int walk_mapping(LoadContext *ctx, yaml_parser_t *p, const char *prefix);
+
+/* The items of a list; start is the SEQUENCE_START event. */
+static int walk_list(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
+        _cleanup_(scalar_list_done) ScalarList l = { 0 };
+        size_t allocated = 0;
+        int r;
+
+        for (;;) {
+                _cleanup_(yaml_event_deletep) yaml_event_t e = { 0 };
+
+                r = next_event(ctx, p, &e);
+                if (r < 0)
+                        return r;
+                if (e.type == YAML_SEQUENCE_END_EVENT)
+                        break;
+                if (e.type != YAML_SCALAR_EVENT)
+                        return fail_key(
+                                ctx, event_line(&e), def->name, "expected a list of %s, found %s in it",
+                                def->type == KEY_SYSCALLS ? "system call names or numbers" : "strings",
+                                shape_name(e.type));
+                if (l.n == allocated) {
+                        size_t na = allocated ? allocated * 2 : 16;
+                        Scalar *items = reallocarray(l.items, na, sizeof(Scalar));
+                        if (!items)
+                                return -ENOMEM;
+                        l.items = items;
+                        allocated = na;
+                }
+                r = scalar_from_event(&e, &l.items[l.n]);
+                if (r < 0)
+                        return r;
+                l.n++;
+        }
+        return set_list(ctx, def, &l);
+}
+
+/* The value of a known key: its event has not been read yet. */
+static int walk_value(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
+        _cleanup_(yaml_event_deletep) yaml_event_t e = { 0 };
+        bool is_list = def->type == KEY_SYSCALLS || def->type == KEY_STRING_LIST;
+        int r;
+
+        r = next_event(ctx, p, &e);
+        if (r < 0)
+                return r;
+
+        switch (e.type) {
+
+        case YAML_SCALAR_EVENT: {
+                _cleanup_free_ char *text = NULL;
+                Scalar v;
+
+                r = scalar_from_event(&e, &v);
+                if (r < 0)
+                        return r;
+                text = v.text;
+                if (def->type == KEY_SECTION)
+                        return v.null ? 0 : fail_value(ctx, def, &v, "expected a mapping");
+                if (is_list) {
+                        if (!v.null)
+                                return fail_value(ctx, def, &v, "expected a list");
+                        return set_list(ctx, def,
+                                        &(ScalarList){ 0 }); /* "allowed_syscalls:" is an empty list */
+                }
+                return set_scalar(ctx, def, &v);
+        }
+
+        case YAML_MAPPING_START_EVENT:
+                if (def->type == KEY_SECTION)
+                        return walk_mapping(ctx, p, def->name);
+                return fail_key(ctx, event_line(&e), def->name, "expected %s, got a mapping",
+                                is_list ? "a list" : "a single value");
+
+        case YAML_SEQUENCE_START_EVENT:
+                if (is_list)
+                        return walk_list(ctx, p, def);
+                return fail_key(ctx, event_line(&e), def->name, "expected %s, got a list",
+                                def->type == KEY_SECTION ? "a mapping" : "a single value");
+
+        default:
+                return fail_key(ctx, event_line(&e), def->name, "unexpected YAML event");
+        }
+}
+
+/* The keys of a mapping whose MAPPING_START has been read. prefix is the section ("app") or NULL. */
+static int walk_mapping(LoadContext *ctx, yaml_parser_t *p, const char *prefix) {
+        int r;
+
+        for (;;) {
+                _cleanup_(yaml_event_deletep) yaml_event_t e = { 0 };
+                _cleanup_free_ char *name = NULL;
+                const KeyDef *def;
+                Scalar key;
+
+                r = next_event(ctx, p, &e);
+                if (r < 0)
+                        return r;
+                if (e.type == YAML_MAPPING_END_EVENT)
+                        return 0;
+                if (e.type != YAML_SCALAR_EVENT)
+                        return fail_key(ctx, event_line(&e), prefix, "keys must be single values, not %s",
+                                        shape_name(e.type));
+
+                r = scalar_from_event(&e, &key);
+                if (r < 0)
+                        return r;
+                if (memchr(key.text, 0, key.len)) {
+                        r = fail_key(ctx, key.line, key.text, "unknown key");
+                        free(key.text);
+                        return r;
+                }
+                if (prefix) {
+                        r = asprintf(&name, "%s.%s", prefix, key.text);
+                        free(key.text);
+                        if (r < 0)
+                                return -ENOMEM;
+                } else
+                        name = key.text;
+
+                def = key_lookup(name);
+                if (!def)
+                        return fail_key(ctx, key.line, name, "unknown key");
+                r = walk_value(ctx, p, def);
+                if (r < 0)
+                        return r;
+        }
+}
+
+/* A whole file: one document holding one mapping, or nothing at all. */
+static int walk_stream(LoadContext *ctx, yaml_parser_t *p) {
+        _cleanup_(yaml_event_deletep) yaml_event_t stream = { 0 }, doc = { 0 }, top = { 0 }, doc_end = { 0 },
+                                                   end = { 0 };
+        int r;
+
+        r = next_event(ctx, p, &stream);
+        if (r < 0)
+                return r;
+        r = next_event(ctx, p, &doc);
+        if (r < 0)
+                return r;
+        if (doc.type == YAML_STREAM_END_EVENT)
+                return 0; /* empty, or only comments */
+
+        r = next_event(ctx, p, &top);
+        if (r < 0)
+                return r;
+        if (top.type == YAML_MAPPING_START_EVENT) {
+                r = walk_mapping(ctx, p, NULL);
+                if (r < 0)
+                        return r;
+        } else if (top.type == YAML_SCALAR_EVENT) {
+                _cleanup_free_ char *text = NULL;
+                Scalar v;
+
+                r = scalar_from_event(&top, &v);
+                if (r < 0)
+                        return r;
+                text = v.text;
+                if (!v.null)
+                        return config_error(ctx->reterr, -EINVAL, ctx->where, v.line, NULL, v.text, v.len,
+                                            "expected a mapping of keys");
+        } else
+                return fail_key(ctx, event_line(&top), NULL, "expected a mapping of keys, got a list");
+
+        r = next_event(ctx, p, &doc_end);
+        if (r < 0)
+                return r;
+        r = next_event(ctx, p, &end);
+        if (r < 0)
+                return r;
+        if (end.type != YAML_STREAM_END_EVENT)
+                return fail_key(ctx, event_line(&end), NULL, "only one YAML document is allowed");
+        return 0;
+}
+
+/* Reads a whole regular file of at most CONFIG_FILE_SIZE_MAX bytes. */
+static int read_config_file(const char *path, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, allocated = 0;
+        struct stat st;
+
+        /* O_NONBLOCK: a FIFO put there by mistake must not hang us; fstat() then refuses it. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+
+        for (;;) {
+                ssize_t n;
+
+                if (len == allocated) {
+                        size_t na = allocated ? allocated * 2 : 4096;
+                        char *b;
+
+                        if (allocated > CONFIG_FILE_SIZE_MAX)
+                                return -EFBIG;
+                        b = realloc(buf, na + 1);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                        allocated = na;
+                }
+                n = read(fd, buf + len, allocated - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len > CONFIG_FILE_SIZE_MAX)
+                        return -EFBIG;
+        }
+        buf[len] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+static int load_file(LoadContext *ctx, const char *path) {
+        _cleanup_free_ char *buf = NULL;
+        char size_text[NUMBER_TEXT_MAX];
+        size_t len = 0;
+        int r;
+
+        r = read_config_file(path, &buf, &len);
+        if (r == -ENOENT)
+                return 0; /* no file, or a drop-in removed under us: nothing to apply */
+        if (r == -ENOMEM)
+                return r;
+        if (r == -EFBIG) {
+                format_size(CONFIG_FILE_SIZE_MAX, size_text);
+                return config_error(ctx->reterr, -EFBIG, path, 0, NULL, NULL, 0, "larger than %s, refused",
+                                    size_text);
+        }
+        if (r == -EBADFD)
+                return config_error(ctx->reterr, -EINVAL, path, 0, NULL, NULL, 0, "not a regular file");
+        if (r < 0)
+                return config_error(ctx->reterr, r, path, 0, NULL, NULL, 0, "cannot read: %s", strerror(-r));
+
+        _cleanup_(yaml_parser_deletep) yaml_parser_t parser = { 0 };
+        if (!yaml_parser_initialize(&parser))
+                return -ENOMEM;
+        yaml_parser_set_input_string(&parser, (const unsigned char *) buf, len);
+        ctx->where = path;
+        return walk_stream(ctx, &parser);
+}
+
+static int path_compare(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* The paths of dir's *.yaml files, sorted; none when dir does not exist. */
+static int dropin_list(const char *dir, char ***ret) {
+        _cleanup_(strv_freep) char **paths = NULL;
+        _cleanup_(closedirp) DIR *d = NULL;
+        size_t n = 0, allocated = 0;
+        struct dirent *de;
+
+        d = opendir(dir);
+        if (!d && errno != ENOENT)
+                return -errno;
+        for (errno = 0; d && (de = readdir(d)); errno = 0) {
+                size_t len = strlen(de->d_name);
+
+                if (de->d_name[0] == '.' || len <= 5 || !streq(de->d_name + len - 5, ".yaml"))
+                        continue;
+                if (n + 1 >= allocated) {
+                        size_t na = allocated ? allocated * 2 : 16;
+                        char **p = reallocarray(paths, na, sizeof(char *));
+                        if (!p)
+                                return -ENOMEM;
+                        paths = p;
+                        allocated = na;
+                }
+                if (asprintf(&paths[n], "%s/%s", dir, de->d_name) < 0) {
+                        paths[n] = NULL;
+                        return -ENOMEM;
+                }
+                paths[++n] = NULL;
+        }
+        if (d && errno != 0)
+                return -errno;
+        if (!paths) {
+                paths = calloc(1, sizeof(char *));
+                if (!paths)
+                        return -ENOMEM;
+        }
+        /* Same directory prefix for all, so this is the strcmp() order of the names. */
+        qsort(paths, n, sizeof(char *), path_compare);
+        *ret = TAKE_PTR(paths);
+        return 0;
+}
+
+/* As getenv(), on the array given: the first NAME= wins. */
+static const char *env_lookup(char **env, const char *name) {
+        size_t n = strlen(name);
+
+        for (char **e = env; e && *e; e++)
+                if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+                        return *e + n + 1;
+        return NULL;
+}
+
+static int load_env(LoadContext *ctx, char **env) {
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(env_overrides); i++) {
+                const EnvOverride *o = &env_overrides[i];
+                _cleanup_free_ char *where = NULL;
+                const char *value;
+
+                value = env_lookup(env, o->variable);
+                if (!value || (value[0] == '\0' && o->empty_is_unset))
+                        continue;
+                if (asprintf(&where, "environment variable %s", o->variable) < 0)
+                        return -ENOMEM;
+                ctx->where = where;
+                r = set_from_env(ctx, key_lookup(o->key), value);
+                ctx->where = NULL;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* What no single key can check: the UID pool, once every source is in. The key set last is blamed. */
+static int check_uid_range(LoadContext *ctx) {
+        const KeyDef *min_def = key_lookup("uid_min"), *max_def = key_lookup("uid_max");
+        const KeyOrigin *min_o = &ctx->origins[min_def - keys], *max_o = &ctx->origins[max_def - keys];
+        bool blame_min = min_o->seq > max_o->seq;
+        const KeyOrigin *o = blame_min ? min_o : max_o;
+        uint32_t lo = ctx->cfg->uid_min, hi = ctx->cfg->uid_max;
+
+        if (lo > hi) {
+                if (blame_min)
+                        return config_error(ctx->reterr, -EINVAL, o->where, o->line, "uid_min", o->value,
+                                            strlen(o->value),
+                                            "must not be greater than uid_max (%" PRIu32 ")", hi);
+                return config_error(ctx->reterr, -EINVAL, o->where, o->line, "uid_max", o->value,
+                                    strlen(o->value), "must not be less than uid_min (%" PRIu32 ")", lo);
+        }
+        if ((uint64_t) hi - lo + 1 > UID_POOL_MAX)
+                return config_error(ctx->reterr, -EINVAL, o->where, o->line,
+                                    blame_min ? "uid_min" : "uid_max", o->value, strlen(o->value),
+                                    "the pool uid_min..uid_max (%" PRIu32 "..%" PRIu32
+                                    ") holds more than %" PRIu64 " UIDs",
+                                    lo, hi, UID_POOL_MAX);
+        return 0;
+}
+
+int config_load(Config *cfg, const char *main_file, const char *dropin_dir, char **env,
+                ConfigError *reterr) {
+        _cleanup_(load_context_done) LoadContext ctx = { .cfg = cfg, .reterr = reterr };
+        _cleanup_(strv_freep) char **dropins = NULL;
+        int r;
+
+        assert(cfg);
+
+        r = load_file(&ctx, main_file ?: CONFIG_FILE_MAIN);
+        if (r < 0)
+                return r;
+
+        if (!dropin_dir)
+                dropin_dir = CONFIG_FILE_DROPIN_DIR;
+        if (dropin_dir[0] != '\0') {
+                r = dropin_list(dropin_dir, &dropins);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return config_error(reterr, r, dropin_dir, 0, NULL, NULL, 0, "cannot read: %s",
+                                            strerror(-r));
+                for (char **d = dropins; *d; d++) {
+                        r = load_file(&ctx, *d);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        r = load_env(&ctx, env);
+        if (r < 0)
+                return r;
+
+        return check_uid_range(&ctx);
+}
+
+/* In double quotes, which YAML reads back byte for byte; what config_load() admits never needs more
+ * than \" and \\, the rest is escaped in case some other code put it there. */
+static void fput_quoted(FILE *f, const char *s) {
+        (void) fputc('"', f);
+        for (const char *c = s ?: ""; *c; c++) {
+                unsigned char b = (unsigned char) *c;
+                if (b == '"' || b == '\\')
+                        (void) fprintf(f, "\\%c", b);
+                else if (b < 0x20 || b == 0x7f)
+                        (void) fprintf(f, "\\x%02x", b);
+                else
+                        (void) fputc(b, f);
+        }
+        (void) fputc('"', f);
+}
+
+int config_format(const Config *cfg, FILE *f, bool show_secrets) {
+        char text[NUMBER_TEXT_MAX];
+
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                const KeyDef *def = &keys[i];
+                const void *field = key_field_const(cfg, def);
+
+                if (def->type == KEY_SECTION || def->type == KEY_STRING_LIST)
+                        continue;
+                (void) fprintf(f, "%s: ", def->name);
+                switch (def->type) {
+                case KEY_STRING:
+                case KEY_PATH:
+                case KEY_UPSTREAM_PATH:
+                        fput_quoted(f, *(char *const *) field);
+                        break;
+                case KEY_SECRET:
+                        if (show_secrets)
+                                fput_quoted(f, *(char *const *) field);
+                        else
+                                (void) fputs("<set>", f);
+                        break;
+                case KEY_PORT:
+                        (void) fprintf(f, "%" PRIu16, *(const uint16_t *) field);
+                        break;
+                case KEY_UINT32:
+                case KEY_UID:
+                        (void) fprintf(f, "%" PRIu32, *(const uint32_t *) field);
+                        break;
+                case KEY_BOOL:
+                        (void) fputs(*(const bool *) field ? "true" : "false", f);
+                        break;
+                case KEY_SIZE:
+                        format_size(*(const uint64_t *) field, text);
+                        (void) fputs(text, f);
+                        break;
+                case KEY_DURATION:
+                        format_duration(*(const uint64_t *) field, /* with_unit= */ false, text);
+                        (void) fputs(text, f);
+                        break;
+                case KEY_GO_DURATION:
+                        format_go_duration(*(const uint64_t *) field, text);
+                        (void) fputs(text, f);
+                        break;
+                case KEY_PERCENT:
+                        (void) fprintf(f, "%" PRIu32 "%%", *(const uint32_t *) field);
+                        break;
+                case KEY_SYSCALLS: {
+                        char *const *l = *(char **const *) field;
+                        (void) fputc('[', f);
+                        for (size_t j = 0; l && l[j]; j++) {
+                                if (j > 0)
+                                        (void) fputs(", ", f);
+                                fput_quoted(f, l[j]);
+                        }
+                        (void) fputc(']', f);
+                        break;
+                }
+                default:
+                        assert(false);
+                }
+                (void) fputc('\n', f);
+        }
+        return ferror(f) ? -EIO : 0;
+}
+
+int config_check_main(const char *file, bool show_secrets) {
+        _cleanup_(config_error_done) ConfigError err = { 0 };
+        Config cfg;
+        int r;
+
+        r = config_init_defaults(&cfg);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the configuration: %m");
+
+        /* A file named on the command line must be there; only the default one may be missing. */
+        if (file && access(file, F_OK) < 0) {
+                r = -errno;
+                config_done(&cfg);
+                return log_error_errno(r, "%s: %m", file);
+        }
+
+        r = config_load(&cfg, file, file ? "" : NULL, environ, &err);
+        if (r < 0) {
+                config_done(&cfg);
+                if (err.message)
+                        return log_error_errno(r, "%s", err.message);
+                return log_error_errno(r, "Cannot load the configuration: %m");
+        }
+
+        r = config_format(&cfg, stdout, show_secrets);
+        config_done(&cfg);
+        if (r >= 0 && fflush(stdout) != 0)
+                r = -errno;
+        if (r < 0)
+                return log_error_errno(r, "Cannot print the configuration: %m");
         return 0;
 }

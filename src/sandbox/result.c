@@ -43,6 +43,8 @@ RunResult result_classify(const RunFacts *f) {
                 return RUN_RESULT_OUTPUT_TRUNCATED;
         if (f->oom_kills > 0)
                 return RUN_RESULT_MEMORY;
+        if (f->oom_unobservable && WIFSIGNALED(f->wait_status) && WTERMSIG(f->wait_status) == SIGKILL)
+                return RUN_RESULT_MEMORY;
         if (WIFSIGNALED(f->wait_status) && WTERMSIG(f->wait_status) == SIGSYS)
                 return RUN_RESULT_SECCOMP;
         if (WIFEXITED(f->wait_status) && WEXITSTATUS(f->wait_status) == 0)

@@ -24,6 +24,8 @@ typedef struct RunFacts {
         bool cpu_limit_hit;    /* CPU time reached RLIMIT_CPU */
         bool output_truncated; /* the output cap was reached */
         uint64_t oom_kills;    /* OOM kills in the run's cgroup */
+        bool oom_unobservable; /* the cgroup was gone before it could be read (a systemd scope): then a
+                                * SIGKILL the sandbox did not send is the OOM killer's */
 } RunFacts;
 
 RunResult result_classify(const RunFacts *facts);

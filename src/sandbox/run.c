@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -23,6 +24,7 @@
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "output.h"
+#include "scope.h"
 #include "seccomp.h"
 #include "uidpool.h"
 
@@ -31,9 +33,13 @@ DEFINE_POINTER_CLEANUP(RunCgroup *, cgroup_run_destroy);
 DEFINE_POINTER_CLEANUP(CgroupLayout *, cgroup_layout_free);
 DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
 
+#define RUNS_SLICE "difysandbox-runs.slice"
+#define SCOPE_JOB_TIMEOUT_USEC (10ULL * 1000000ULL)
+
 struct Sandbox {
         const Config *cfg;
-        CgroupLayout *cgroups;
+        ScopeManager *scopes;  /* systemd is PID 1: runs go into transient scopes */
+        CgroupLayout *cgroups; /* otherwise: cgroupfs below our own cgroup */
         cap_t no_caps;
         /* compiled once per process: [language][network][stage] */
         SeccompProgram *filters[_LANGUAGE_MAX][2][_SECCOMP_STAGE_MAX];
@@ -82,11 +88,15 @@ int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
                 return fail(reterr, "init", -ENOMEM, NULL);
         sb->cfg = cfg;
 
-        r = cgroup_layout_detect(&sb->cgroups);
-        if (r < 0)
-                return fail(reterr, "cgroup", r, "no usable memory, pids and cpu cgroup controllers");
-
-        sweep_stale_cgroups(sb);
+        r = scope_manager_open(&sb->scopes);
+        if (r == -ENOMEDIUM) {
+                r = cgroup_layout_detect(&sb->cgroups);
+                if (r < 0)
+                        return fail(reterr, "cgroup", r,
+                                    "no usable memory, pids and cpu cgroup controllers");
+                sweep_stale_cgroups(sb);
+        } else if (r < 0)
+                return fail(reterr, "scope", r, "cannot connect to systemd on the system bus");
 
         sb->no_caps = cap_init(); /* empty: the child sets it after setuid() */
         if (!sb->no_caps)
@@ -115,6 +125,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         if (sb->no_caps)
                 (void) cap_free(sb->no_caps);
         cgroup_layout_free(sb->cgroups);
+        scope_manager_free(sb->scopes);
         free(sb);
         return NULL;
 }
@@ -228,6 +239,33 @@ static int write_filter(int fd, const SeccompProgram *prog) {
         return 0;
 }
 
+/* 128 random bits in hex: names the run's scope and its journal record. */
+static int run_id_make(char id[static RUN_ID_LEN + 1]) {
+        uint8_t bytes[RUN_ID_LEN / 2];
+
+        if (getrandom(bytes, sizeof(bytes), 0) != (ssize_t) sizeof(bytes))
+                return -EIO;
+        for (size_t i = 0; i < sizeof(bytes); i++)
+                (void) snprintf(id + 2 * i, 3, "%02x", bytes[i]);
+        return 0;
+}
+
+/* Puts pid into the run's scope (systemd) or cgroup (standalone). */
+static int attach(Sandbox *sb, RunCgroup *cg, const char *id, pid_t pid, const CgroupLimits *limits,
+                  RunFailure *reterr) {
+        _cleanup_free_ char *unit = NULL;
+        int r;
+
+        if (cg) {
+                r = cgroup_run_attach(cg, pid);
+                return r < 0 ? fail(reterr, "cgroup", r, NULL) : 0;
+        }
+        if (asprintf(&unit, "difysandbox-run-%s.scope", id) < 0)
+                return fail(reterr, "scope", -ENOMEM, NULL);
+        r = scope_start(sb->scopes, unit, RUNS_SLICE, pid, limits, SCOPE_JOB_TIMEOUT_USEC);
+        return r < 0 ? fail(reterr, "scope", r, unit) : 0;
+}
+
 static pid_t clone_child(unsigned long flags) {
         /* Fork-like clone (no new stack): the child runs on a copy of ours. */
         return (pid_t) syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
@@ -240,6 +278,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         _cleanup_free_ char *root = NULL;
         _cleanup_close_ int pidfd = -EBADF;
         PlanStrings strs = { 0 };
+        char out_id[RUN_ID_LEN + 1];
         Pipes pipes;
         OutputReport rep = { 0 };
         const Runtime *rt;
@@ -276,9 +315,14 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 .cpu_quota_percent = cfg->cpu_quota_percent,
                 .tasks_max = cfg->tasks_max,
         };
-        r = cgroup_run_create(sb->cgroups, lease->uid, &limits, &cg);
+        if (sb->cgroups) {
+                r = cgroup_run_create(sb->cgroups, lease->uid, &limits, &cg);
+                if (r < 0)
+                        return fail(reterr, "cgroup", r, NULL);
+        }
+        r = run_id_make(out_id);
         if (r < 0)
-                return fail(reterr, "cgroup", r, NULL);
+                return fail(reterr, "init", r, NULL);
 
         r = plan_strings_make(cfg, rt, root, interpreter, &strs);
         if (r < 0) {
@@ -358,11 +402,9 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         if (pidfd < 0)
                 r = fail(reterr, "spawn", -errno, NULL);
         else {
-                /* Step 4: into the cgroup, then let the child go on to user code. */
-                r = cgroup_run_attach(cg, pid);
-                if (r < 0)
-                        (void) fail(reterr, "cgroup", r, NULL);
-                else if (write(pipes.fds[PIPE_SYNC][1], "1", 1) != 1)
+                /* Step 4: into the scope or cgroup, then let the child go on to user code. */
+                r = attach(sb, cg, out_id, pid, &limits, reterr);
+                if (r >= 0 && write(pipes.fds[PIPE_SYNC][1], "1", 1) != 1)
                         r = fail(reterr, "sync", -errno, NULL);
         }
         pipes.fds[PIPE_SYNC][1] = safe_close(pipes.fds[PIPE_SYNC][1]);
@@ -404,7 +446,8 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         }
 
         /* Step 10: classify. */
-        (void) cgroup_run_stats(cg, &oom, &peak); /* unknown stays 0: a missing file is no OOM */
+        if (cg)
+                (void) cgroup_run_stats(cg, &oom, &peak); /* unknown stays 0: a missing file is no OOM */
         uint64_t cpu = (uint64_t) ru.ru_utime.tv_sec * 1000000ULL + (uint64_t) ru.ru_utime.tv_usec +
                        (uint64_t) ru.ru_stime.tv_sec * 1000000ULL + (uint64_t) ru.ru_stime.tv_usec;
         facts = (RunFacts){
@@ -414,6 +457,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                                  cpu + 10000 >= plan.cpu_seconds * 1000000ULL,
                 .output_truncated = rep.output_truncated,
                 .oom_kills = oom,
+                .oom_unobservable = !cg,
         };
 
         RunOutput out = {
@@ -428,6 +472,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 .memory_peak = peak > 0 ? peak : (uint64_t) ru.ru_maxrss * 1024ULL,
                 .uid = lease->uid,
         };
+        memcpy(out.id, out_id, sizeof(out.id));
         output_report_done(&rep);
         r = result_format_error(out.result, out.exit_code, out.stderr_text, &out.error);
         if (r < 0) {

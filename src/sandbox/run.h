@@ -25,7 +25,10 @@ typedef struct RunRequest {
         uint64_t memory_max;   /* 0: the config's memory_max */
 } RunRequest;
 
+#define RUN_ID_LEN 32
+
 typedef struct RunOutput {
+        char id[RUN_ID_LEN + 1]; /* hex: the scope's name and the journal record's DIFYSANDBOX_RUN_ID */
         RunResult result;
         int exit_code;
         char *stdout_text, *stderr_text, *error;

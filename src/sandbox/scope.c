@@ -1,0 +1,149 @@
+/* scope: see scope.h. */
+
+#include "scope.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
+
+#include "cgroup.h"
+#include "common/cleanup.h"
+
+struct ScopeManager {
+        sd_bus *bus;
+};
+
+typedef struct JobWait {
+        const char *job; /* object path of the job we wait for */
+        bool done;
+        char *result;
+} JobWait;
+
+ScopeManager *scope_manager_free(ScopeManager *m) {
+        if (m) {
+                sd_bus_flush_close_unref(m->bus);
+                free(m);
+        }
+        return NULL;
+}
+
+int scope_manager_open(ScopeManager **ret) {
+        ScopeManager *m;
+        int r;
+
+        if (sd_booted() <= 0)
+                return -ENOMEDIUM;
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        r = sd_bus_open_system(&m->bus);
+        if (r < 0) {
+                scope_manager_free(m);
+                return r;
+        }
+        /* JobRemoved is sent only while some client subscribed; we may be the only one. */
+        (void) sd_bus_call_method(m->bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                  "org.freedesktop.systemd1.Manager", "Subscribe", NULL, NULL, NULL);
+        *ret = m;
+        return 0;
+}
+
+static int on_job_removed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        JobWait *w = userdata;
+        const char *path, *unit, *result;
+        uint32_t id;
+
+        if (sd_bus_message_read(msg, "uoss", &id, &path, &unit, &result) < 0)
+                return 0; /* not ours to judge; keep waiting */
+        if (!w->job || strcmp(path, w->job) != 0)
+                return 0;
+        w->done = true;
+        w->result = strdup(result);
+        return 0;
+}
+
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+}
+
+static int append_properties(sd_bus_message *m, const char *slice, pid_t pid, const CgroupLimits *limits) {
+        int r;
+
+        r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s",
+                                  "difysandbox run", "Slice", "s", slice, "PIDs", "au", 1, (uint32_t) pid,
+                                  "MemoryMax", "t", limits->memory_max, "MemorySwapMax", "t", (uint64_t) 0,
+                                  "CPUQuotaPerSecUSec", "t", (uint64_t) limits->cpu_quota_percent * 10000ULL,
+                                  "TasksMax", "t", (uint64_t) limits->tasks_max, "CollectMode", "s",
+                                  "inactive-or-failed");
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(m);
+}
+
+int scope_start(ScopeManager *m, const char *unit, const char *slice, pid_t pid, const CgroupLimits *limits,
+                uint64_t timeout_usec) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        JobWait wait = { 0 };
+        const char *job;
+        uint64_t deadline;
+        int r;
+
+        /* Match before the call, so that a job finishing at once is not missed. */
+        r = sd_bus_match_signal(m->bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &wait);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_new_method_call(m->bus, &call, "org.freedesktop.systemd1",
+                                           "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+                                           "StartTransientUnit");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "ss", unit, "fail");
+        if (r < 0)
+                return r;
+        r = append_properties(call, slice, pid, limits);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "a(sa(sv))", 0); /* no auxiliary units */
+        if (r < 0)
+                return r;
+
+        r = sd_bus_call(m->bus, call, timeout_usec, &error, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "o", &job);
+        if (r < 0)
+                return r;
+        wait.job = job;
+
+        deadline = monotonic_usec() + timeout_usec;
+        while (!wait.done) {
+                uint64_t now = monotonic_usec();
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                r = sd_bus_process(m->bus, NULL);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue;
+                r = sd_bus_wait(m->bus, deadline - now);
+                if (r < 0)
+                        return r;
+        }
+
+        r = strcmp(wait.result ? wait.result : "", "done") == 0 ? 0 : -EIO;
+        free(wait.result);
+        return r;
+}

@@ -74,8 +74,8 @@ static int print_output(const RunOutput *out) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
         if (!o)
                 return -ENOMEM;
-        if (json_object_object_add(o, "stdout", json_object_new_string(out->stdout_text)) < 0 ||
-            json_object_object_add(o, "stderr", json_object_new_string(out->stderr_text)) < 0 ||
+        if (json_object_object_add(o, "stdout", json_object_new_string_len(out->stdout_text, (int) out->stdout_len)) < 0 ||
+            json_object_object_add(o, "stderr", json_object_new_string_len(out->stderr_text, (int) out->stderr_len)) < 0 ||
             json_object_object_add(o, "error", json_object_new_string(out->error)) < 0 ||
             json_object_object_add(o, "exit_code", json_object_new_int(out->exit_code)) < 0 ||
             json_object_object_add(o, "result", json_object_new_string(run_result_to_string(out->result))) <
@@ -83,7 +83,8 @@ static int print_output(const RunOutput *out) {
             json_object_object_add(o, "duration_ms", json_ms(out->duration_usec)) < 0 ||
             json_object_object_add(o, "cpu_ms", json_ms(out->cpu_usec)) < 0 ||
             json_object_object_add(o, "memory_peak", json_object_new_uint64(out->memory_peak)) < 0 ||
-            json_object_object_add(o, "uid", json_object_new_int((int) out->uid)) < 0)
+            json_object_object_add(o, "uid", json_object_new_int((int) out->uid)) < 0 ||
+            json_object_object_add(o, "id", json_object_new_string(out->id)) < 0)
                 return -ENOMEM;
         if (puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
                                                            JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
@@ -179,6 +180,19 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 run_failure_done(&failure);
                 return r;
         }
+
+        log_run_record(&(RunRecord){
+                .id = out.id,
+                .language = language_to_string(req.language),
+                .result = run_result_to_string(out.result),
+                .exit_code = out.exit_code,
+                .duration_usec = out.duration_usec,
+                .cpu_usec = out.cpu_usec,
+                .memory_peak = out.memory_peak,
+                .uid = out.uid,
+                .stdout_bytes = out.stdout_len,
+                .stderr_bytes = out.stderr_len,
+        });
 
         r = print_output(&out);
         run_output_done(&out);

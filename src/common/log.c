@@ -5,6 +5,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -62,4 +63,21 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 
         errno = saved;
         return error;
+}
+
+void log_run_record(const RunRecord *rec) {
+        if (!use_journal()) {
+                (void) log_internal(LOG_DEBUG, 0, __FILE__, __LINE__, __func__, /* stderr is the CLI's */
+                                    "Run %s (%s) finished: %s, exit code %d, %" PRIu64 " ms", rec->id,
+                                    rec->language, rec->result, rec->exit_code, rec->duration_usec / 1000);
+                return;
+        }
+        (void) sd_journal_send("MESSAGE=Run %s (%s) finished: %s, exit code %d", rec->id, rec->language,
+                               rec->result, rec->exit_code, "MESSAGE_ID=" MESSAGE_RUN_FINISHED_STR,
+                               "PRIORITY=%i", LOG_INFO, "DIFYSANDBOX_RUN_ID=%s", rec->id, "LANGUAGE=%s",
+                               rec->language, "RESULT=%s", rec->result, "EXIT_CODE=%i", rec->exit_code,
+                               "DURATION_USEC=%" PRIu64, rec->duration_usec, "CPU_USEC=%" PRIu64,
+                               rec->cpu_usec, "MEMORY_PEAK=%" PRIu64, rec->memory_peak, "UID=%u",
+                               (unsigned) rec->uid, "STDOUT_BYTES=%" PRIu64, rec->stdout_bytes,
+                               "STDERR_BYTES=%" PRIu64, rec->stderr_bytes, NULL);
 }

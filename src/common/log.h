@@ -4,6 +4,8 @@
  * target and the maximum level are the only global state of the project (STYLE.md). */
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 #include <syslog.h>
 
 void log_set_max_level(int level);
@@ -24,3 +26,19 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 #define log_debug_errno(error, ...) log_full_errno(LOG_DEBUG, error, __VA_ARGS__)
 #define log_warning_errno(error, ...) log_full_errno(LOG_WARNING, error, __VA_ARGS__)
 #define log_error_errno(error, ...) log_full_errno(LOG_ERR, error, __VA_ARGS__)
+
+/* The message catalog's IDs (catalog/difysandbox.catalog). */
+#define MESSAGE_RUN_FINISHED_STR "6b4c976ba6474881ab52fe04f0940326"
+
+typedef struct RunRecord {
+        const char *id;       /* the run's hex id */
+        const char *language; /* "python3", "nodejs" */
+        const char *result;   /* "ok", "error", ... */
+        int exit_code;
+        uint64_t duration_usec, cpu_usec, memory_peak;
+        uid_t uid;
+        uint64_t stdout_bytes, stderr_bytes; /* sizes only: never code or output */
+} RunRecord;
+
+/* One structured record per run (DESIGN §3 step 11), with MESSAGE_ID=MESSAGE_RUN_FINISHED_STR. */
+void log_run_record(const RunRecord *rec);

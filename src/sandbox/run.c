@@ -23,6 +23,7 @@
 #include "child.h"
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/utf8.h"
 #include "output.h"
 #include "scope.h"
 #include "seccomp.h"
@@ -463,8 +464,6 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         RunOutput out = {
                 .result = result_classify(&facts),
                 .exit_code = result_exit_code(&facts),
-                .stdout_text = TAKE_PTR(rep.out.data),
-                .stderr_text = TAKE_PTR(rep.err.data),
                 .stdout_truncated = rep.out.truncated,
                 .stderr_truncated = rep.err.truncated,
                 .duration_usec = now_usec() - start,
@@ -472,6 +471,15 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 .memory_peak = peak > 0 ? peak : (uint64_t) ru.ru_maxrss * 1024ULL,
                 .uid = lease->uid,
         };
+        /* The API returns JSON text: bytes that are not UTF-8 (or a sequence the cap cut) become U+FFFD. */
+        r = utf8_sanitize(rep.out.data, rep.out.len, &out.stdout_text, &out.stdout_len);
+        if (r >= 0)
+                r = utf8_sanitize(rep.err.data, rep.err.len, &out.stderr_text, &out.stderr_len);
+        if (r < 0) {
+                output_report_done(&rep);
+                run_output_done(&out);
+                return fail(reterr, "result", r, NULL);
+        }
         memcpy(out.id, out_id, sizeof(out.id));
         output_report_done(&rep);
         r = result_format_error(out.result, out.exit_code, out.stderr_text, &out.error);

@@ -31,7 +31,8 @@ typedef struct RunOutput {
         char id[RUN_ID_LEN + 1]; /* hex: the scope's name and the journal record's DIFYSANDBOX_RUN_ID */
         RunResult result;
         int exit_code;
-        char *stdout_text, *stderr_text, *error;
+        char *stdout_text, *stderr_text, *error; /* valid UTF-8; the outputs may hold NUL bytes */
+        size_t stdout_len, stderr_len;
         bool stdout_truncated, stderr_truncated;
         uint64_t duration_usec; /* spawn to reap */
         uint64_t cpu_usec;      /* user + system of the whole run */

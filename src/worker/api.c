@@ -1,0 +1,1025 @@
+/* api: see api.h.
+ *
+ * HTTP statuses follow upstream dify-sandbox (gin), because Dify's client reads the envelope only from
+ * an HTTP 200 and reports any other status as "please check if the sandbox service is running":
+ *   200  success (code 0), and the envelopes of what happened while serving a valid request: -400
+ *        "network is disabled, …" and -500 (sandbox or server failure), so that their message reaches
+ *        Dify's user;
+ *   400  -400 for a body that cannot be bound (bad JSON, wrong type, missing field) and for an
+ *        unsupported language; 401 with an empty body for a wrong X-Api-Key; 404 "404 page not found"
+ *        for an unknown route or a known route with the wrong method (gin does not answer 405);
+ *   503  -503 "Too many requests": max_requests in flight, or no worker slot within the queue's bound.
+ * http.c adds 413 (-400 "request body too large"). */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "admit.h"
+#include "api.h"
+#include "common/cleanup.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "sandbox/run.h"
+
+#ifndef LIBEXECDIR
+#define LIBEXECDIR "/usr/libexec"
+#endif
+
+#define USEC_PER_SEC 1000000ULL
+#define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define CONTENT_TYPE_JSON "application/json; charset=utf-8"
+#define CONTENT_TYPE_TEXT "text/plain; charset=utf-8"
+#define BODY_OVERHEAD (64U * 1024U)
+#define PREPARE_RUNTIME LIBEXECDIR "/difysandbox/difysandbox-prepare-runtime"
+#define PREPARE_TIMEOUT_USEC (10ULL * 60ULL * USEC_PER_SEC)
+#define RUNTIME_METADATA ".difysandbox-runtime"
+#define RUNTIME_METADATA_MAX (16U << 20)
+#define STDERR_TAIL_MAX 8192U
+
+DEFINE_POINTER_CLEANUP(json_object *, json_object_put);
+DEFINE_POINTER_CLEANUP(json_tokener *, json_tokener_free);
+DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
+DEFINE_POINTER_CLEANUP(Admit *, admit_free);
+DEFINE_POINTER_CLEANUP(AdmitTicket *, admit_release);
+DEFINE_POINTER_CLEANUP(Api *, api_free);
+
+struct Api {
+        const Config *cfg;
+        Sandbox *sandbox; /* made at the first run: a connection that only asks /health never pays for it */
+        Admit *admit;     /* likewise */
+};
+
+typedef int (*ApiHandler)(Api *api, const ApiRequest *req, ApiResponse *resp);
+
+typedef struct ApiRoute {
+        const char *method;
+        const char *path;
+        bool auth; /* X-Api-Key must equal app.key */
+        ApiHandler handler;
+} ApiRoute;
+
+static int api_handle_health(Api *api, const ApiRequest *req, ApiResponse *resp);
+static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp);
+static int api_handle_dependencies(Api *api, const ApiRequest *req, ApiResponse *resp);
+static int api_handle_dependencies_update(Api *api, const ApiRequest *req, ApiResponse *resp);
+static int api_handle_dependencies_refresh(Api *api, const ApiRequest *req, ApiResponse *resp);
+
+/* clang-format off */
+static const ApiRoute routes[] = {
+        /* method  path                                auth   handler */
+        { "GET",   "/health",                          false, api_handle_health },
+        { "POST",  "/v1/sandbox/run",                  true,  api_handle_run },
+        { "GET",   "/v1/sandbox/dependencies",         true,  api_handle_dependencies },
+        { "POST",  "/v1/sandbox/dependencies/update",  true,  api_handle_dependencies_update },
+        { "GET",   "/v1/sandbox/dependencies/refresh", true,  api_handle_dependencies_refresh },
+};
+/* clang-format on */
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000ULL;
+}
+
+size_t api_body_max(const Config *cfg) {
+        return cfg->code_max > SIZE_MAX - BODY_OVERHEAD ? SIZE_MAX : (size_t) cfg->code_max + BODY_OVERHEAD;
+}
+
+int api_new(const Config *cfg, Api **ret) {
+        Api *api;
+
+        api = calloc(1, sizeof(*api));
+        if (!api)
+                return -ENOMEM;
+        api->cfg = cfg;
+        *ret = api;
+        return 0;
+}
+
+Api *api_free(Api *api) {
+        if (!api)
+                return NULL;
+        sandbox_free(api->sandbox);
+        admit_free(api->admit);
+        free(api);
+        return NULL;
+}
+
+void api_response_done(ApiResponse *resp) {
+        free(resp->body);
+        *resp = (ApiResponse){ 0 };
+}
+
+/* ---- answers ---- */
+
+/* The body of resp becomes a copy of o's text: json-c owns the string it prints, libmicrohttpd wants
+ * a malloc()ed buffer it can free. */
+static int reply_json(ApiResponse *resp, unsigned status, json_object *o) {
+        const char *text;
+        size_t len;
+        char *body;
+
+        text = json_object_to_json_string_length(o, JSON_FLAGS, &len);
+        if (!text)
+                return -ENOMEM;
+        body = malloc(len + 1);
+        if (!body)
+                return -ENOMEM;
+        memcpy(body, text, len + 1);
+
+        free(resp->body);
+        resp->status = status;
+        resp->content_type = CONTENT_TYPE_JSON;
+        resp->body = body;
+        resp->body_len = len;
+        return 0;
+}
+
+/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no surrogates, nothing
+ * above U+10FFFF), 0 when there is none. */
+static size_t utf8_sequence_len(const unsigned char *s, size_t left) {
+        unsigned char c = s[0];
+
+        if (c < 0x80)
+                return 1;
+        if (c >= 0xC2 && c <= 0xDF)
+                return left >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
+        if (c >= 0xE0 && c <= 0xEF) {
+                if (left < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80)
+                        return 0;
+                if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F))
+                        return 0; /* overlong; surrogate */
+                return 3;
+        }
+        if (c >= 0xF0 && c <= 0xF4) {
+                if (left < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
+                        return 0;
+                if ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))
+                        return 0; /* overlong; above U+10FFFF */
+                return 4;
+        }
+        return 0;
+}
+
+/* A JSON string holding s, where every byte that is not part of well-formed UTF-8 becomes U+FFFD, as
+ * upstream's Go encoder does: whatever a run prints, the answer is valid JSON that Dify can decode. */
+static json_object *json_string_utf8(const char *s) {
+        static const char replacement[] = "\xEF\xBF\xBD";
+        const unsigned char *u = (const unsigned char *) (s ? s : "");
+        _cleanup_free_ char *clean = NULL;
+        size_t len = strlen((const char *) u), bad = 0, j = 0;
+
+        for (size_t i = 0; i < len;) {
+                size_t n = utf8_sequence_len(u + i, len - i);
+                bad += n == 0;
+                i += n == 0 ? 1 : n;
+        }
+        if (bad == 0)
+                return json_object_new_string_len((const char *) u, (int) len);
+        if (len > (SIZE_MAX - 1) / 3)
+                return NULL;
+
+        clean = malloc(len + 2 * bad + 1);
+        if (!clean)
+                return NULL;
+        for (size_t i = 0; i < len;) {
+                size_t n = utf8_sequence_len(u + i, len - i);
+                if (n == 0) {
+                        memcpy(clean + j, replacement, 3);
+                        j += 3;
+                        i++;
+                } else {
+                        memcpy(clean + j, u + i, n);
+                        j += n;
+                        i += n;
+                }
+        }
+        return json_object_new_string_len(clean, (int) j);
+}
+
+/* {"code":code,"message":message,"data":data}; takes data (NULL prints null). */
+static int reply_envelope(ApiResponse *resp, unsigned status, int code, const char *message, json_object *data) {
+        _cleanup_(json_object_putp) json_object *o = NULL, *d = data;
+        json_object *m;
+
+        o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        if (json_object_object_add(o, "code", json_object_new_int(code)) < 0)
+                return -ENOMEM;
+        m = json_string_utf8(message);
+        if (!m || json_object_object_add(o, "message", m) < 0) {
+                json_object_put(m);
+                return -ENOMEM;
+        }
+        if (json_object_object_add(o, "data", TAKE_PTR(d)) < 0)
+                return -ENOMEM;
+        resp->facts.code = code;
+        return reply_json(resp, status, o);
+}
+
+static int reply_error(ApiResponse *resp, unsigned status, int code, const char *message) {
+        return reply_envelope(resp, status, code, message, NULL);
+}
+
+static int reply_errorf(ApiResponse *resp, unsigned status, int code, const char *format, ...)
+        __attribute__((format(printf, 4, 5)));
+static int reply_errorf(ApiResponse *resp, unsigned status, int code, const char *format, ...) {
+        _cleanup_free_ char *message = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, format);
+        r = vasprintf(&message, format, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        return reply_error(resp, status, code, message);
+}
+
+static void reply_empty(ApiResponse *resp, unsigned status) {
+        free(resp->body);
+        resp->status = status;
+        resp->content_type = NULL;
+        resp->body = NULL;
+        resp->body_len = 0;
+}
+
+static int reply_text(ApiResponse *resp, unsigned status, const char *text) {
+        char *body = strdup(text);
+
+        if (!body)
+                return -ENOMEM;
+        reply_empty(resp, status);
+        resp->content_type = CONTENT_TYPE_TEXT;
+        resp->body = body;
+        resp->body_len = strlen(body);
+        return 0;
+}
+
+int api_error(unsigned status, int code, const char *message, ApiResponse *ret) {
+        return reply_error(ret, status, code, message);
+}
+
+/* ---- routing ---- */
+
+static const ApiRoute *route_find(const char *method, const char *url, bool *ret_path_known) {
+        *ret_path_known = false;
+        for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
+                if (!streq(routes[i].path, url))
+                        continue;
+                *ret_path_known = true;
+                if (streq(routes[i].method, method))
+                        return &routes[i];
+        }
+        return NULL;
+}
+
+/* Compares the key in time independent of where the first difference is. A missing header is an empty
+ * key, as in upstream: only an empty app.key accepts it. */
+static bool api_key_valid(const Config *cfg, const char *given) {
+        const char *key = cfg->api_key ? cfg->api_key : "";
+        size_t n = strlen(key), m = given ? strlen(given) : 0;
+        unsigned char diff = n != m;
+
+        for (size_t i = 0; i < n; i++)
+                diff |= (unsigned char) key[i] ^ (unsigned char) (i < m ? given[i] : 0);
+        return diff == 0;
+}
+
+/* 0 when the request may go on to its handler; 1 with *resp set otherwise. */
+static int route_check(Api *api, const ApiRequest *req, const ApiRoute **ret_route, ApiResponse *resp) {
+        const ApiRoute *route;
+        bool path_known;
+        int r;
+
+        route = route_find(req->method, req->url, &path_known);
+        if (!route) {
+                /* gin's answer to an unknown route, and to a known one with another method */
+                r = reply_text(resp, 404, "404 page not found");
+                return r < 0 ? r : 1;
+        }
+        resp->facts.route = route->path;
+        if (route->auth && !api_key_valid(api->cfg, req->api_key)) {
+                reply_empty(resp, 401);
+                return 1;
+        }
+        *ret_route = route;
+        return 0;
+}
+
+int api_precheck(Api *api, const ApiRequest *req, ApiResponse *ret) {
+        const ApiRoute *route;
+
+        *ret = (ApiResponse){ 0 };
+        return route_check(api, req, &route, ret);
+}
+
+int api_handle(Api *api, const ApiRequest *req, ApiResponse *ret) {
+        const ApiRoute *route;
+        int r;
+
+        *ret = (ApiResponse){ 0 };
+        r = route_check(api, req, &route, ret);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        r = route->handler(api, req, ret);
+        if (r == -ENOMEM)
+                api_response_done(ret);
+        return r;
+}
+
+/* ---- request bodies ---- */
+
+/* json-c accepts 'single-quoted' strings even in strict mode; JSON (and upstream's Go decoder) does
+ * not. A quote outside a string is never valid JSON. */
+static bool has_bare_single_quote(const char *s, size_t len) {
+        bool in_string = false;
+
+        for (size_t i = 0; i < len; i++) {
+                if (in_string) {
+                        if (s[i] == '\\')
+                                i++;
+                        else if (s[i] == '"')
+                                in_string = false;
+                } else if (s[i] == '"')
+                        in_string = true;
+                else if (s[i] == '\'')
+                        return true;
+        }
+        return false;
+}
+
+/* Parses a whole body as one JSON value: well-formed UTF-8, at most json-c's default depth (32),
+ * nothing but whitespace after it. On a bad body returns -EBADMSG with *reterr_message (static). */
+static int json_parse_body(const ApiRequest *req, json_object **ret, const char **reterr_message) {
+        _cleanup_(json_tokener_freep) json_tokener *tok = NULL;
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        const char *body = req->body ? req->body : "";
+        size_t len = req->body ? req->body_len : 0;
+        enum json_tokener_error e;
+
+        if (len >= INT_MAX) {
+                *reterr_message = "request body too large";
+                return -EBADMSG;
+        }
+        if (has_bare_single_quote(body, len)) {
+                *reterr_message = "request body is not valid JSON: unexpected character";
+                return -EBADMSG;
+        }
+
+        tok = json_tokener_new();
+        if (!tok)
+                return -ENOMEM;
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        /* The terminating NUL tells json-c that the input ends (else "123" could go on as "1234"). */
+        o = json_tokener_parse_ex(tok, body, (int) len + 1);
+        e = json_tokener_get_error(tok);
+        if (!o || e != json_tokener_success) {
+                switch (e) {
+                case json_tokener_error_parse_utf8_string:
+                        *reterr_message = "request body is not valid UTF-8";
+                        break;
+                case json_tokener_error_depth:
+                        *reterr_message = "request body is not valid JSON: nested too deeply";
+                        break;
+                case json_tokener_success: /* "null": a valid value, which is no object */
+                        *reterr_message = "request body must be a JSON object";
+                        break;
+                case json_tokener_error_parse_eof:
+                case json_tokener_continue:
+                        *reterr_message = "request body is not valid JSON: unexpected end of data";
+                        break;
+                default:
+                        *reterr_message = "request body is not valid JSON: unexpected character";
+                }
+                return -EBADMSG;
+        }
+        if (json_tokener_get_parse_end(tok) < len) {
+                *reterr_message = "request body is not valid JSON: unexpected data after the value";
+                return -EBADMSG;
+        }
+        if (!json_object_is_type(o, json_type_object)) {
+                *reterr_message = "request body must be a JSON object";
+                return -EBADMSG;
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/* 0 with the string (which may be empty), -ENOENT when absent or null (null binds to "" in upstream's
+ * Go), -EINVAL when of another type. */
+static int json_field_string(json_object *o, const char *key, const char **ret, size_t *ret_len) {
+        json_object *v = NULL;
+
+        if (!json_object_object_get_ex(o, key, &v) || !v)
+                return -ENOENT;
+        if (!json_object_is_type(v, json_type_string))
+                return -EINVAL;
+        *ret = json_object_get_string(v);
+        *ret_len = (size_t) json_object_get_string_len(v);
+        return 0;
+}
+
+static int json_field_bool(json_object *o, const char *key, bool *ret) {
+        json_object *v = NULL;
+
+        if (!json_object_object_get_ex(o, key, &v) || !v)
+                return -ENOENT;
+        if (!json_object_is_type(v, json_type_boolean))
+                return -EINVAL;
+        *ret = json_object_get_boolean(v);
+        return 0;
+}
+
+typedef struct RunParams {
+        const char *language, *code, *preload;
+        size_t language_len, code_len, preload_len;
+        bool network;
+} RunParams;
+
+/* Binds the body of a run; on a bad body answers 400 and returns 1. */
+static int run_params_bind(json_object *body, RunParams *p, ApiResponse *resp) {
+        int r;
+
+        r = json_field_string(body, "language", &p->language, &p->language_len);
+        if (r == -EINVAL)
+                return reply_error(resp, 400, -400, "language must be a string") ?: 1;
+        if (r < 0 || p->language_len == 0)
+                return reply_error(resp, 400, -400, "language is required") ?: 1;
+
+        r = json_field_string(body, "code", &p->code, &p->code_len);
+        if (r == -EINVAL)
+                return reply_error(resp, 400, -400, "code must be a string") ?: 1;
+        if (r < 0 || p->code_len == 0)
+                return reply_error(resp, 400, -400, "code is required") ?: 1;
+
+        r = json_field_string(body, "preload", &p->preload, &p->preload_len);
+        if (r == -EINVAL)
+                return reply_error(resp, 400, -400, "preload must be a string") ?: 1;
+        if (r < 0) {
+                p->preload = "";
+                p->preload_len = 0;
+        }
+
+        r = json_field_bool(body, "enable_network", &p->network);
+        if (r == -EINVAL)
+                return reply_error(resp, 400, -400, "enable_network must be a boolean") ?: 1;
+        if (r < 0)
+                p->network = false;
+        return 0;
+}
+
+/* ---- /health ---- */
+
+static int api_handle_health(Api *api, const ApiRequest *req, ApiResponse *resp) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_string("ok");
+
+        if (!o)
+                return -ENOMEM;
+        return reply_json(resp, 200, o);
+}
+
+/* ---- /v1/sandbox/run ---- */
+
+/* The code the sandbox runs: with enable_preload, preload then code in one program, so that preload
+ * runs inside the sandbox like the rest (DESIGN §1); otherwise code alone and preload is ignored. */
+static int run_code_assemble(const Config *cfg, const RunParams *p, char **ret, size_t *ret_len) {
+        bool preload = cfg->enable_preload && p->preload_len > 0;
+        size_t len = p->code_len + (preload ? p->preload_len + 1 : 0);
+        char *code;
+
+        code = malloc(len + 1);
+        if (!code)
+                return -ENOMEM;
+        if (preload) {
+                memcpy(code, p->preload, p->preload_len);
+                code[p->preload_len] = '\n';
+                memcpy(code + p->preload_len + 1, p->code, p->code_len);
+        } else
+                memcpy(code, p->code, p->code_len);
+        code[len] = '\0';
+        *ret = code;
+        *ret_len = len;
+        return 0;
+}
+
+static int run_data(const RunOutput *out, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *d = json_object_new_object();
+        json_object *v;
+
+        if (!d)
+                return -ENOMEM;
+        v = json_string_utf8(out->stdout_text);
+        if (!v || json_object_object_add(d, "stdout", v) < 0)
+                return json_object_put(v), -ENOMEM;
+        v = json_string_utf8(out->stderr_text);
+        if (!v || json_object_object_add(d, "stderr", v) < 0)
+                return json_object_put(v), -ENOMEM;
+        v = json_string_utf8(out->error);
+        if (!v || json_object_object_add(d, "error", v) < 0)
+                return json_object_put(v), -ENOMEM;
+        if (json_object_object_add(d, "exit_code", json_object_new_int(out->exit_code)) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(d);
+        return 0;
+}
+
+/* Takes a request slot and a worker slot; answers 503 or -500 and returns 1 when it cannot. */
+static int run_admit(Api *api, AdmitTicket **ret, ApiResponse *resp) {
+        const Config *cfg = api->cfg;
+        uint64_t wait = admit_wait_usec(cfg);
+        int r;
+
+        if (!api->admit) {
+                r = admit_open(cfg, &api->admit);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot open the admission state in '%s/admission': %m",
+                                        cfg->state_dir);
+                        return reply_errorf(resp, 200, -500, "cannot open the admission state in '%s/admission': %s",
+                                            cfg->state_dir, strerror(-r)) ?: 1;
+                }
+        }
+
+        r = admit_take(api->admit, wait, ret);
+        if (r == -EBUSY) {
+                log_warning("Refusing a run: %" PRIu32 " requests (max_requests) are in flight", cfg->max_requests);
+                return reply_error(resp, 503, -503, "Too many requests") ?: 1;
+        }
+        if (r == -ETIMEDOUT) {
+                /* Overload as well, answered the same way so that clients and balancers retry it alike. */
+                log_warning("Refusing a run: no worker slot (max_workers=%" PRIu32 ") came free within %" PRIu64
+                            " s",
+                            cfg->max_workers, wait / USEC_PER_SEC);
+                return reply_error(resp, 503, -503, "Too many requests") ?: 1;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Cannot take an admission slot in '%s/admission': %m", cfg->state_dir);
+                return reply_errorf(resp, 200, -500, "cannot take an admission slot in '%s/admission': %s",
+                                    cfg->state_dir, strerror(-r)) ?: 1;
+        }
+        return 0;
+}
+
+/* -500 with the step, the error and the detail, so an operator knows what to fix. */
+static int reply_sandbox_failure(ApiResponse *resp, int error, const RunFailure *f) {
+        const char *step = f->step ? f->step : "unknown";
+
+        log_error_errno(error, "Sandbox failed at step '%s'%s%s%s: %m", step, f->detail ? " ('" : "",
+                        f->detail ? f->detail : "", f->detail ? "')" : "");
+        return reply_errorf(resp, 200, -500, "sandbox failed at step '%s': %s%s%s%s", step, strerror(-error),
+                            f->detail ? " (" : "", f->detail ? f->detail : "", f->detail ? ")" : "");
+}
+
+static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
+        const Config *cfg = api->cfg;
+        _cleanup_(json_object_putp) json_object *body = NULL, *data = NULL;
+        _cleanup_(admit_releasep) AdmitTicket *ticket = NULL;
+        _cleanup_free_ char *code = NULL;
+        RunFailure failure = { 0 };
+        RunOutput out = { 0 };
+        RunRequest run = { 0 };
+        const char *why;
+        RunParams p = { 0 };
+        Language language;
+        int r;
+
+        r = json_parse_body(req, &body, &why);
+        if (r == -EBADMSG)
+                return reply_error(resp, 400, -400, why);
+        if (r < 0)
+                return r;
+        r = run_params_bind(body, &p, resp);
+        if (r != 0)
+                return r < 0 ? r : 0;
+
+        language = language_from_string(p.language);
+        if (language < 0)
+                return reply_error(resp, 400, -400, "unsupported language");
+        resp->facts.language = language_to_string(language);
+        if (p.network && !cfg->enable_network)
+                return reply_error(resp, 200, -400, "network is disabled, please enable it in the configuration");
+
+        r = run_code_assemble(cfg, &p, &code, &run.code_len);
+        if (r < 0)
+                return r;
+        resp->facts.code_bytes = run.code_len;
+        if (run.code_len > cfg->code_max)
+                return reply_errorf(resp, 400, -400, "code is longer than code_max (%" PRIu64 " bytes)",
+                                    cfg->code_max);
+
+        r = run_admit(api, &ticket, resp);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        resp->facts.queued_usec = admit_ticket_waited_usec(ticket);
+        resp->facts.worker_slot = admit_ticket_worker_slot(ticket);
+
+        if (!api->sandbox) {
+                r = sandbox_new(cfg, &api->sandbox, &failure);
+                if (r < 0) {
+                        r = reply_sandbox_failure(resp, r, &failure);
+                        run_failure_done(&failure);
+                        return r;
+                }
+        }
+
+        run = (RunRequest){ .language = language, .code = code, .code_len = run.code_len, .network = p.network };
+        r = sandbox_run(api->sandbox, &run, &out, &failure);
+        ticket = admit_release(ticket); /* the slots go as soon as the run is over, not with the answer */
+        if (r < 0) {
+                r = reply_sandbox_failure(resp, r, &failure);
+                run_failure_done(&failure);
+                return r;
+        }
+
+        resp->facts.ran = true;
+        resp->facts.result = run_result_to_string(out.result);
+        resp->facts.exit_code = out.exit_code;
+        resp->facts.run_usec = out.duration_usec;
+        resp->facts.cpu_usec = out.cpu_usec;
+        resp->facts.memory_peak = out.memory_peak;
+        resp->facts.uid = (uint32_t) out.uid;
+        resp->facts.stdout_bytes = out.stdout_text ? strlen(out.stdout_text) : 0;
+        resp->facts.stderr_bytes = out.stderr_text ? strlen(out.stderr_text) : 0;
+
+        r = run_data(&out, &data);
+        run_output_done(&out);
+        if (r < 0)
+                return r;
+        return reply_envelope(resp, 200, 0, "success", TAKE_PTR(data));
+}
+
+/* ---- /v1/sandbox/dependencies ---- */
+
+static int read_file_max(const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, alloc = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n;
+
+                if (len + 1 >= alloc) {
+                        size_t na = alloc ? alloc * 2 : 16384;
+                        char *b;
+
+                        if (alloc > max)
+                                return -EFBIG;
+                        b = realloc(buf, na);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                        alloc = na;
+                }
+                n = read(fd, buf + len, alloc - len - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len > max)
+                        return -EFBIG;
+        }
+        buf[len] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+/* [{name, version}] from the runtime tree's metadata (written by difysandbox-prepare-runtime, whose
+ * "packages" are [{name, version, requested}]). A tree without metadata has no list: an empty one. */
+static int dependencies_list(const Config *cfg, Language language, json_object **ret, char **reterr_path) {
+        _cleanup_(json_object_putp) json_object *meta = NULL, *list = NULL;
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        json_object *packages = NULL;
+        size_t len;
+        int r;
+
+        list = json_object_new_array();
+        if (!list)
+                return -ENOMEM;
+        if (asprintf(&path, "%s/%s/current/" RUNTIME_METADATA, cfg->runtime_dir, language_to_string(language)) < 0)
+                return -ENOMEM;
+
+        r = read_file_max(path, RUNTIME_METADATA_MAX, &text, &len);
+        if (r == -ENOENT || r == -ENOTDIR) {
+                *ret = TAKE_PTR(list);
+                return 0;
+        }
+        if (r < 0) {
+                *reterr_path = TAKE_PTR(path);
+                return r;
+        }
+        meta = json_tokener_parse(text);
+        if (!meta || !json_object_is_type(meta, json_type_object)) {
+                *reterr_path = TAKE_PTR(path);
+                return -EBADMSG;
+        }
+        if (json_object_object_get_ex(meta, "packages", &packages) &&
+            !json_object_is_type(packages, json_type_array)) {
+                *reterr_path = TAKE_PTR(path);
+                return -EBADMSG;
+        }
+
+        for (size_t i = 0; packages && i < json_object_array_length(packages); i++) {
+                _cleanup_(json_object_putp) json_object *dep = NULL;
+                json_object *pkg = json_object_array_get_idx(packages, i), *name = NULL, *version = NULL;
+
+                if (!json_object_object_get_ex(pkg, "name", &name) || !json_object_is_type(name, json_type_string) ||
+                    !json_object_object_get_ex(pkg, "version", &version) ||
+                    !json_object_is_type(version, json_type_string)) {
+                        *reterr_path = TAKE_PTR(path);
+                        return -EBADMSG;
+                }
+                dep = json_object_new_object();
+                if (!dep || json_object_object_add(dep, "name", json_object_get(name)) < 0 ||
+                    json_object_object_add(dep, "version", json_object_get(version)) < 0 ||
+                    json_object_array_add(list, dep) < 0)
+                        return -ENOMEM;
+                TAKE_PTR(dep);
+        }
+        *ret = TAKE_PTR(list);
+        return 0;
+}
+
+static int api_handle_dependencies(Api *api, const ApiRequest *req, ApiResponse *resp) {
+        _cleanup_(json_object_putp) json_object *list = NULL, *data = NULL;
+        _cleanup_free_ char *path = NULL;
+        Language language;
+        int r;
+
+        if (!req->language || !*req->language)
+                return reply_error(resp, 400, -400, "language is required");
+        language = language_from_string(req->language);
+        if (language < 0)
+                return reply_error(resp, 400, -400, "unsupported language");
+        resp->facts.language = language_to_string(language);
+
+        r = dependencies_list(api->cfg, language, &list, &path);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                log_error_errno(r, "Cannot read the dependency list '%s': %m", path);
+                return reply_errorf(resp, 200, -500, "cannot read the dependency list %s: %s", path,
+                                    r == -EBADMSG ? "malformed metadata" : strerror(-r));
+        }
+
+        data = json_object_new_object();
+        if (!data || json_object_object_add(data, "dependencies", TAKE_PTR(list)) < 0)
+                return -ENOMEM;
+        return reply_envelope(resp, 200, 0, "success", TAKE_PTR(data));
+}
+
+/* ---- /v1/sandbox/dependencies/update and /refresh ---- */
+
+/* Keeps the last STDERR_TAIL_MAX bytes that a child wrote. */
+typedef struct Tail {
+        char *data;
+        size_t len;
+} Tail;
+
+static void tail_done(Tail *t) {
+        free(t->data);
+        *t = (Tail){ 0 };
+}
+
+static int tail_append(Tail *t, const char *p, size_t n) {
+        if (!t->data) {
+                t->data = malloc(2 * STDERR_TAIL_MAX + 1);
+                if (!t->data)
+                        return -ENOMEM;
+        }
+        if (n > STDERR_TAIL_MAX) {
+                p += n - STDERR_TAIL_MAX;
+                n = STDERR_TAIL_MAX;
+        }
+        if (t->len + n > 2 * STDERR_TAIL_MAX) {
+                size_t keep = STDERR_TAIL_MAX - n;
+                memmove(t->data, t->data + t->len - keep, keep);
+                t->len = keep;
+        }
+        memcpy(t->data + t->len, p, n);
+        t->len += n;
+        t->data[t->len] = '\0';
+        return 0;
+}
+
+/* The last line with something on it, without its newline; a pointer into t. */
+static const char *tail_last_line(Tail *t) {
+        char *end, *start;
+
+        if (!t->data)
+                return "";
+        end = t->data + t->len;
+        while (end > t->data && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+                end--;
+        *end = '\0';
+        start = end;
+        while (start > t->data && start[-1] != '\n')
+                start--;
+        return start;
+}
+
+/* In the forked child: stdin and stdout on /dev/null, stderr into the pipe, nothing else open, signals
+ * as a fresh program expects them, its own process group so that a timeout kills all of it. */
+static void prepare_child_exec(char *const *argv, int err_fd) __attribute__((noreturn));
+static void prepare_child_exec(char *const *argv, int err_fd) {
+        sigset_t none;
+        int null_fd;
+
+        (void) setpgid(0, 0);
+        if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+                _exit(127);
+        (void) signal(SIGPIPE, SIG_DFL);
+        null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0 ||
+            dup2(err_fd, STDERR_FILENO) < 0)
+                _exit(127);
+        if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
+                _exit(127);
+        execv(argv[0], argv);
+        _exit(127);
+}
+
+/* Runs difysandbox-prepare-runtime LANGUAGE with the config's paths, at most PREPARE_TIMEOUT_USEC.
+ * Returns 0 when it exited 0; -EPROTO when it failed (*ret_status: its exit status) and -ETIMEDOUT
+ * when it was killed at the bound, each with the tail of its stderr in *tail; another -errno when it
+ * could not be run. */
+static int prepare_runtime_run(const Config *cfg, Language language, Tail *tail, int *ret_status) {
+        _cleanup_close_ int pipe_r = -EBADF, pipe_w = -EBADF, pidfd = -EBADF;
+        char uid_min[3 * sizeof(uint32_t) + 1], uid_max[3 * sizeof(uint32_t) + 1];
+        uint64_t deadline = now_usec() + PREPARE_TIMEOUT_USEC;
+        bool timed_out = false, eof = false;
+        int fds[2], status;
+        pid_t pid;
+
+        if (snprintf(uid_min, sizeof(uid_min), "%" PRIu32, cfg->uid_min) >= (int) sizeof(uid_min) ||
+            snprintf(uid_max, sizeof(uid_max), "%" PRIu32, cfg->uid_max) >= (int) sizeof(uid_max))
+                return -ENAMETOOLONG;
+        char *const argv[] = {
+                (char *) PREPARE_RUNTIME,
+                (char *) "--runtime-dir",
+                cfg->runtime_dir,
+                (char *) "--interpreter",
+                language == LANGUAGE_PYTHON3 ? cfg->python_path : cfg->nodejs_path,
+                (char *) "--uid-min",
+                uid_min,
+                (char *) "--uid-max",
+                uid_max,
+                (char *) language_to_string(language),
+                NULL,
+        };
+
+        if (access(PREPARE_RUNTIME, X_OK) < 0)
+                return -errno;
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        pipe_r = fds[0];
+        pipe_w = fds[1];
+
+        pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0)
+                prepare_child_exec(argv, pipe_w);
+        pipe_w = safe_close(pipe_w);
+
+        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0) {
+                int r = -errno;
+                (void) kill(-pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                return r;
+        }
+
+        /* Its stderr until EOF, then its exit, within the bound. */
+        for (;;) {
+                struct pollfd pfd = { .fd = eof ? pidfd : pipe_r, .events = POLLIN };
+                uint64_t now = now_usec();
+                char buf[4096];
+                ssize_t n;
+                int p;
+
+                if (now >= deadline) {
+                        timed_out = true;
+                        (void) kill(-pid, SIGKILL); /* its process group: pip or dpkg helpers included */
+                        break;
+                }
+                p = poll(&pfd, 1, (int) ((deadline - now + 999) / 1000 > INT_MAX ? INT_MAX : (deadline - now + 999) / 1000));
+                if (p < 0 && errno != EINTR) {
+                        int r = -errno;
+                        (void) kill(-pid, SIGKILL);
+                        (void) waitpid(pid, NULL, 0);
+                        return r;
+                }
+                if (p <= 0)
+                        continue;
+                if (eof)
+                        break; /* the pidfd is readable: it has exited */
+                n = read(pipe_r, buf, sizeof(buf));
+                if (n < 0 && errno != EINTR && errno != EAGAIN) {
+                        eof = true;
+                        continue;
+                }
+                if (n == 0)
+                        eof = true;
+                else if (n > 0 && tail_append(tail, buf, (size_t) n) < 0) {
+                        (void) kill(-pid, SIGKILL);
+                        (void) waitpid(pid, NULL, 0);
+                        return -ENOMEM;
+                }
+        }
+
+        if (waitpid(pid, &status, 0) < 0)
+                return -errno;
+        if (timed_out)
+                return -ETIMEDOUT;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                *ret_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                return -EPROTO;
+        }
+        return 0;
+}
+
+/* Rebuilds the runtime tree of ?language= (or {"language"} in the body; python3 when neither says),
+ * synchronously: the answer comes when the new generation is current, or with why it is not. */
+static int dependencies_rebuild(Api *api, const ApiRequest *req, ApiResponse *resp) {
+        _cleanup_(json_object_putp) json_object *body = NULL;
+        _cleanup_(tail_done) Tail tail = { 0 };
+        const char *name = req->language, *why;
+        Language language;
+        size_t name_len;
+        uint64_t start;
+        int status = 0, r;
+
+        if (!name && req->body_len > 0) {
+                r = json_parse_body(req, &body, &why);
+                if (r == -EBADMSG)
+                        return reply_error(resp, 400, -400, why);
+                if (r < 0)
+                        return r;
+                r = json_field_string(body, "language", &name, &name_len);
+                if (r == -EINVAL)
+                        return reply_error(resp, 400, -400, "language must be a string");
+        }
+        if (!name || !*name)
+                name = "python3";
+        language = language_from_string(name);
+        if (language < 0)
+                return reply_error(resp, 400, -400, "unsupported language");
+        resp->facts.language = language_to_string(language);
+
+        start = now_usec();
+        r = prepare_runtime_run(api->cfg, language, &tail, &status);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -EPROTO) {
+                const char *line = tail_last_line(&tail);
+                log_error("Preparing the %s runtime failed with status %i: %s", name, status, line);
+                if (*line)
+                        return reply_error(resp, 200, -500, line);
+                return reply_errorf(resp, 200, -500, PREPARE_RUNTIME " %s exited with status %i", name, status);
+        }
+        if (r == -ETIMEDOUT) {
+                log_error("Preparing the %s runtime did not finish within %llu s, killed", name,
+                          PREPARE_TIMEOUT_USEC / USEC_PER_SEC);
+                return reply_errorf(resp, 200, -500, "preparing the %s runtime did not finish within %llu s",
+                                    name, PREPARE_TIMEOUT_USEC / USEC_PER_SEC);
+        }
+        if (r < 0) {
+                log_error_errno(r, "Cannot run '" PREPARE_RUNTIME "': %m");
+                return reply_errorf(resp, 200, -500, "cannot run " PREPARE_RUNTIME ": %s", strerror(-r));
+        }
+        log_info("Prepared a new %s runtime tree in %" PRIu64 " ms", name, (now_usec() - start) / 1000);
+        return reply_envelope(resp, 200, 0, "success", NULL);
+}
+
+static int api_handle_dependencies_update(Api *api, const ApiRequest *req, ApiResponse *resp) {
+        return dependencies_rebuild(api, req, resp);
+}
+
+static int api_handle_dependencies_refresh(Api *api, const ApiRequest *req, ApiResponse *resp) {
+        return dependencies_rebuild(api, req, resp);
+}

@@ -1,0 +1,14 @@
+#pragma once
+/* http: owns one client connection of a worker process (DESIGN §2): libmicrohttpd on an already
+ * accepted socket, driven on the calling thread, its requests in turn (keep-alive), each handed to
+ * api.h; the limits that protect a worker from its client (body and header size, idle and slow-request
+ * timeouts); and the journal record of each request. Everything runs on the main thread, because the
+ * sandbox's children die with the thread that created them (PR_SET_PDEATHSIG). */
+
+typedef struct Config Config;
+
+/* Serves the connection on fd until it is closed, by either side or by a limit, then returns. Takes fd
+ * (libmicrohttpd closes it). Returns 0, or a negative errno when the connection could not be served
+ * at all (logged). Blocks SIGTERM and SIGINT while a request is in progress, so that a stop lets it
+ * finish; between requests either signal ends the process at once. */
+int http_serve_connection(const Config *cfg, int fd);

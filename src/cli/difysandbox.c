@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "common/cleanup.h"
+#include "common/config-file.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/parse.h"
@@ -23,11 +24,14 @@ DEFINE_POINTER_CLEANUP(json_object *, json_object_put);
 DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
 
 static void help(void) {
-        printf("Usage: difysandbox run --language python3|nodejs [--network] [--timeout SEC]\n"
-               "                       [--memory BYTES] [FILE|-]\n"
+        printf("Usage: difysandbox [--config FILE] run --language python3|nodejs [--network]\n"
+               "                       [--timeout SEC] [--memory BYTES] [FILE|-]\n"
+               "       difysandbox check-config [--show-secrets] [FILE]\n"
                "\n"
-               "Runs one Python 3 or Node.js snippet in the sandbox and prints one JSON object.\n"
-               "See difysandbox(8).\n");
+               "run           run one Python 3 or Node.js snippet in the sandbox, print one JSON object\n"
+               "check-config  validate a configuration and print the effective values\n"
+               "\n"
+               "See difysandbox(8) and difysandbox.conf(5).\n");
 }
 
 /* Reads all of fd, up to max bytes; -EFBIG beyond. */
@@ -74,8 +78,10 @@ static int print_output(const RunOutput *out) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
         if (!o)
                 return -ENOMEM;
-        if (json_object_object_add(o, "stdout", json_object_new_string_len(out->stdout_text, (int) out->stdout_len)) < 0 ||
-            json_object_object_add(o, "stderr", json_object_new_string_len(out->stderr_text, (int) out->stderr_len)) < 0 ||
+        if (json_object_object_add(
+                    o, "stdout", json_object_new_string_len(out->stdout_text, (int) out->stdout_len)) < 0 ||
+            json_object_object_add(
+                    o, "stderr", json_object_new_string_len(out->stderr_text, (int) out->stderr_len)) < 0 ||
             json_object_object_add(o, "error", json_object_new_string(out->error)) < 0 ||
             json_object_object_add(o, "exit_code", json_object_new_int(out->exit_code)) < 0 ||
             json_object_object_add(o, "result", json_object_new_string(run_result_to_string(out->result))) <
@@ -201,6 +207,55 @@ static int verb_run(Config *cfg, int argc, char **argv) {
         return 0;
 }
 
+static int verb_check_config(int argc, char **argv) {
+        static const struct option options[] = {
+                { "show-secrets", no_argument, NULL, 's' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        bool show_secrets = false;
+        int c;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "sh", options, NULL)) >= 0)
+                switch (c) {
+                case 's':
+                        show_secrets = true;
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                default:
+                        return -EINVAL;
+                }
+        if (argc - optind > 1) {
+                log_error("Unexpected argument '%s'", argv[optind + 1]);
+                return -EINVAL;
+        }
+        /* FILE alone, or the default file and drop-ins; then the environment's overrides. */
+        return config_check_main(optind < argc ? argv[optind] : NULL, show_secrets);
+}
+
+/* The configuration every verb but check-config works with: defaults, then the main file (or FILE
+ * given with --config, then no drop-ins) and its drop-ins, then the environment. */
+static int load_config(Config *cfg, const char *file) {
+        _cleanup_(config_error_done) ConfigError err = { 0 };
+        int r;
+
+        r = config_init_defaults(cfg);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the configuration: %m");
+        r = config_load(cfg, file, file ? "" : NULL, environ, &err);
+        if (r < 0) {
+                if (err.message)
+                        log_error("Invalid configuration: %s", err.message);
+                else
+                        log_error_errno(r, "Cannot load the configuration: %m");
+                config_done(cfg);
+        }
+        return r;
+}
+
 int main(int argc, char **argv) {
         Config cfg;
         int r;
@@ -213,11 +268,23 @@ int main(int argc, char **argv) {
                 return argc < 2 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
 
-        r = config_init_defaults(&cfg);
-        if (r < 0) {
-                log_error_errno(r, "Cannot set up the configuration: %m");
+        const char *config_file = NULL;
+        if (argc >= 3 && strcmp(argv[1], "--config") == 0) {
+                config_file = argv[2];
+                argc -= 2;
+                argv += 2;
+        }
+        if (argc < 2) {
+                help();
                 return EXIT_FAILURE;
         }
+
+        if (strcmp(argv[1], "check-config") == 0)
+                return verb_check_config(argc - 1, argv + 1) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+
+        r = load_config(&cfg, config_file);
+        if (r < 0)
+                return EXIT_FAILURE;
 
         if (strcmp(argv[1], "run") == 0)
                 r = verb_run(&cfg, argc - 1, argv + 1);

@@ -3,6 +3,7 @@
 #include "config-file.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +50,7 @@ typedef enum KeyType {
         KEY_PERCENT,       /* "150%", or a plain number of percent; 1..100000 */
         KEY_SYSCALLS,      /* a list of syscall names or numbers (of this architecture) */
         KEY_STRING_LIST,   /* a list of strings, checked and then dropped */
+        KEY_ENV_NAMES,     /* a list of environment variable names */
 } KeyType;
 
 typedef struct KeyDef {
@@ -87,6 +89,11 @@ static const KeyDef keys[] = {
         { "proxy.socks5",                KEY_STRING,        F(proxy_socks5),          0 },
         { "proxy.http",                  KEY_STRING,        F(proxy_http),            0 },
         { "proxy.https",                 KEY_STRING,        F(proxy_https),           0 },
+        { "proxy.no_proxy",              KEY_STRING,        F(proxy_no_proxy),        0 },
+        /* kept and shown, unused: we log to journald */
+        { "log_path",                    KEY_STRING,        F(log_path),              0 },
+        /* variables of the service's environment that runs get too */
+        { "allowed_env_vars",            KEY_ENV_NAMES,     F(allowed_env_vars),      0 },
         /* ours: difysandbox.conf(5) */
         { "memory_max",                  KEY_SIZE,          F(memory_max),            UINT64_C(16) << 20 },
         { "cpu_quota",                   KEY_PERCENT,       F(cpu_quota_percent),     1 },
@@ -284,6 +291,8 @@ static void load_context_done(LoadContext *ctx) {
 }
 
 void config_error_done(ConfigError *e) {
+        if (!e)
+                return;
         free(e->message);
         e->message = NULL;
 }
@@ -633,9 +642,12 @@ static int set_number(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
         case KEY_PORT:
         case KEY_UINT32:
         case KEY_UID: {
-                uint32_t max = def->type == KEY_PORT  ? UINT16_MAX
-                               : def->type == KEY_UID ? UINT32_MAX - 1
-                                                      : UINT32_MAX;
+                uint32_t max = UINT32_MAX;
+
+                if (def->type == KEY_PORT)
+                        max = UINT16_MAX;
+                else if (def->type == KEY_UID)
+                        max = UINT32_MAX - 1; /* (uid_t) -1 is "no change" to setresuid() */
 
                 r = parse_uint32(v->text, &u32);
                 if (r == -EINVAL)
@@ -780,6 +792,15 @@ static int syscall_from_item(LoadContext *ctx, const KeyDef *def, const Scalar *
         return 0;
 }
 
+static bool env_name_is_valid(const char *s, size_t len) {
+        if (len == 0 || !(isalpha((unsigned char) s[0]) || s[0] == '_'))
+                return false;
+        for (size_t i = 1; i < len; i++)
+                if (!(isalnum((unsigned char) s[i]) || s[i] == '_'))
+                        return false;
+        return true;
+}
+
 static int set_list(LoadContext *ctx, const KeyDef *def, const ScalarList *l) {
         _cleanup_(strv_freep) char **names = NULL;
         size_t n = 0;
@@ -795,6 +816,27 @@ static int set_list(LoadContext *ctx, const KeyDef *def, const ScalarList *l) {
                                 return fail_value(ctx, def, &l->items[i],
                                                   "must be valid UTF-8 without control characters");
                 return 0; /* accepted for upstream's sake; the runtime tree decides what runs see */
+        }
+
+        if (def->type == KEY_ENV_NAMES) {
+                names = calloc(l->n + 1, sizeof(char *));
+                if (!names)
+                        return -ENOMEM;
+                for (size_t i = 0; i < l->n; i++) {
+                        if (!env_name_is_valid(l->items[i].text, l->items[i].len))
+                                return fail_value(
+                                        ctx, def, &l->items[i],
+                                        "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+                        if (strv_contains(names, l->items[i].text))
+                                continue;
+                        names[n] = strndup(l->items[i].text, l->items[i].len);
+                        if (!names[n++])
+                                return -ENOMEM;
+                }
+                char ***envs = key_field(ctx->cfg, def);
+                (void) strv_free(*envs);
+                *envs = TAKE_PTR(names);
+                return 0;
         }
 
         names = calloc(l->n + 1, sizeof(char *));
@@ -858,7 +900,7 @@ static int set_from_env(LoadContext *ctx, const KeyDef *def, const char *value) 
         _cleanup_(scalar_list_done) ScalarList l = { 0 };
         size_t n = 1;
 
-        if (def->type != KEY_SYSCALLS) {
+        if (def->type != KEY_SYSCALLS && def->type != KEY_ENV_NAMES) {
                 Scalar v = { .text = (char *) value, .len = strlen(value) };
                 return set_scalar(ctx, def, &v);
         }
@@ -962,10 +1004,12 @@ static int walk_list(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
                 if (e.type == YAML_SEQUENCE_END_EVENT)
                         break;
                 if (e.type != YAML_SCALAR_EVENT)
-                        return fail_key(
-                                ctx, event_line(&e), def->name, "expected a list of %s, found %s in it",
-                                def->type == KEY_SYSCALLS ? "system call names or numbers" : "strings",
-                                shape_name(e.type));
+                        return fail_key(ctx, event_line(&e), def->name,
+                                        "expected a list of %s, found %s in it",
+                                        def->type == KEY_SYSCALLS    ? "system call names or numbers"
+                                        : def->type == KEY_ENV_NAMES ? "environment variable names"
+                                                                     : "strings",
+                                        shape_name(e.type));
                 if (l.n == allocated) {
                         size_t na = allocated ? allocated * 2 : 16;
                         Scalar *items = reallocarray(l.items, na, sizeof(Scalar));
@@ -985,7 +1029,8 @@ static int walk_list(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
 /* The value of a known key: its event has not been read yet. */
 static int walk_value(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
         _cleanup_(yaml_event_deletep) yaml_event_t e = { 0 };
-        bool is_list = def->type == KEY_SYSCALLS || def->type == KEY_STRING_LIST;
+        bool is_list =
+                def->type == KEY_SYSCALLS || def->type == KEY_STRING_LIST || def->type == KEY_ENV_NAMES;
         int r;
 
         r = next_event(ctx, p, &e);
@@ -1284,19 +1329,20 @@ static int check_uid_range(LoadContext *ctx) {
         const KeyOrigin *min_o = &ctx->origins[min_def - keys], *max_o = &ctx->origins[max_def - keys];
         bool blame_min = min_o->seq > max_o->seq;
         const KeyOrigin *o = blame_min ? min_o : max_o;
+        const char *key = blame_min ? "uid_min" : "uid_max";
+        /* Neither key set: the values the caller started from are wrong, there is no source to name. */
+        const char *where = o->where ?: "the configuration before loading";
+        size_t value_len = o->value ? strlen(o->value) : 0;
         uint32_t lo = ctx->cfg->uid_min, hi = ctx->cfg->uid_max;
 
-        if (lo > hi) {
-                if (blame_min)
-                        return config_error(ctx->reterr, -EINVAL, o->where, o->line, "uid_min", o->value,
-                                            strlen(o->value),
-                                            "must not be greater than uid_max (%" PRIu32 ")", hi);
-                return config_error(ctx->reterr, -EINVAL, o->where, o->line, "uid_max", o->value,
-                                    strlen(o->value), "must not be less than uid_min (%" PRIu32 ")", lo);
-        }
+        if (lo > hi && blame_min)
+                return config_error(ctx->reterr, -EINVAL, where, o->line, key, o->value, value_len,
+                                    "must not be greater than uid_max (%" PRIu32 ")", hi);
+        if (lo > hi)
+                return config_error(ctx->reterr, -EINVAL, where, o->line, key, o->value, value_len,
+                                    "must not be less than uid_min (%" PRIu32 ")", lo);
         if ((uint64_t) hi - lo + 1 > UID_POOL_MAX)
-                return config_error(ctx->reterr, -EINVAL, o->where, o->line,
-                                    blame_min ? "uid_min" : "uid_max", o->value, strlen(o->value),
+                return config_error(ctx->reterr, -EINVAL, where, o->line, key, o->value, value_len,
                                     "the pool uid_min..uid_max (%" PRIu32 "..%" PRIu32
                                     ") holds more than %" PRIu64 " UIDs",
                                     lo, hi, UID_POOL_MAX);
@@ -1401,7 +1447,8 @@ int config_format(const Config *cfg, FILE *f, bool show_secrets) {
                 case KEY_PERCENT:
                         (void) fprintf(f, "%" PRIu32 "%%", *(const uint32_t *) field);
                         break;
-                case KEY_SYSCALLS: {
+                case KEY_SYSCALLS:
+                case KEY_ENV_NAMES: {
                         char *const *l = *(char **const *) field;
                         (void) fputc('[', f);
                         for (size_t j = 0; l && l[j]; j++) {

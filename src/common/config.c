@@ -40,12 +40,16 @@ int config_init_defaults(Config *cfg) {
         cfg->proxy_socks5 = strdup("");
         cfg->proxy_http = strdup("");
         cfg->proxy_https = strdup("");
+        cfg->proxy_no_proxy = strdup("");
+        cfg->log_path = strdup("");
+        cfg->allowed_env_vars = calloc(1, sizeof(char *));
         cfg->state_dir = strdup("/run/difysandbox");
         cfg->runtime_dir = strdup("/var/lib/difysandbox");
         cfg->enter_library = strdup(PKGLIBDIR "/libdifysandbox-enter.so");
         if (!cfg->api_key || !cfg->python_path || !cfg->nodejs_path || !cfg->python_pip_mirror_url ||
             !cfg->allowed_syscalls || !cfg->proxy_socks5 || !cfg->proxy_http || !cfg->proxy_https ||
-            !cfg->state_dir || !cfg->runtime_dir || !cfg->enter_library) {
+            !cfg->proxy_no_proxy || !cfg->log_path || !cfg->allowed_env_vars || !cfg->state_dir ||
+            !cfg->runtime_dir || !cfg->enter_library) {
                 config_done(cfg);
                 return -ENOMEM;
         }
@@ -64,6 +68,12 @@ void config_done(Config *cfg) {
         free(cfg->proxy_socks5);
         free(cfg->proxy_http);
         free(cfg->proxy_https);
+        free(cfg->proxy_no_proxy);
+        free(cfg->log_path);
+        if (cfg->allowed_env_vars)
+                for (char **s = cfg->allowed_env_vars; *s; s++)
+                        free(*s);
+        free(cfg->allowed_env_vars);
         free(cfg->state_dir);
         free(cfg->runtime_dir);
         free(cfg->enter_library);

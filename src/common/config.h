@@ -20,7 +20,9 @@ typedef struct Config {
         bool enable_network;
         bool enable_preload;
         char **allowed_syscalls; /* NULL-terminated syscall names added to both stages */
-        char *proxy_socks5, *proxy_http, *proxy_https;
+        char *proxy_socks5, *proxy_http, *proxy_https, *proxy_no_proxy;
+        char *log_path;          /* accepted from upstream files and shown; we log to journald */
+        char **allowed_env_vars; /* NULL-terminated: variables of our environment runs get too */
 
         /* ours (difysandbox.conf(5)) */
         uint64_t memory_max;        /* bytes, cgroup memory limit of one run */

@@ -191,16 +191,37 @@ static int plan_strings_make(const Config *cfg, const Runtime *rt, const char *r
         if (!s->exec_path)
                 return -ENOMEM;
 
+        size_t n_rt = 0, n_extra = 0;
+        char *entry;
+
         for (const char *const *e = rt->environment; *e; e++)
-                n_env++;
-        s->envp = calloc(n_env + 2, sizeof(char *));
+                n_rt++;
+        for (char **v = cfg->allowed_env_vars; v && *v; v++)
+                n_extra++;
+        s->envp = calloc(n_rt + n_extra + 2, sizeof(char *));
         if (!s->envp)
                 return -ENOMEM;
-        for (size_t i = 0; i < n_env; i++)
-                if (!(s->envp[i] = strdup(rt->environment[i])))
+        for (size_t i = 0; i < n_rt; i++)
+                if (!(s->envp[n_env++] = strdup(rt->environment[i])))
                         return -ENOMEM;
-        if (asprintf(&s->envp[n_env], "LD_PRELOAD=%s", ENTER_TARGET) < 0)
+        /* allowed_env_vars: the operator's choice of our variables, except the loader's (LD_*: the
+         * enter library must be the only preload) and those the runtime sets itself. */
+        for (char **v = cfg->allowed_env_vars; v && *v; v++) {
+                const char *value = getenv(*v);
+                bool taken = strncmp(*v, "LD_", 3) == 0;
+
+                for (size_t i = 0; i < n_rt && !taken; i++)
+                        taken = strncmp(rt->environment[i], *v, strlen(*v)) == 0 &&
+                                rt->environment[i][strlen(*v)] == '=';
+                if (!value || taken)
+                        continue;
+                if (asprintf(&entry, "%s=%s", *v, value) < 0)
+                        return -ENOMEM; /* envp stays NULL-terminated for plan_strings_done() */
+                s->envp[n_env++] = TAKE_PTR(entry);
+        }
+        if (asprintf(&entry, "LD_PRELOAD=%s", ENTER_TARGET) < 0)
                 return -ENOMEM;
+        s->envp[n_env] = TAKE_PTR(entry);
         return 0;
 }
 

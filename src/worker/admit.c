@@ -14,12 +14,12 @@
 #include "common/cleanup.h"
 #include "common/config.h"
 
-#define USEC_PER_SEC 1000000ULL
-#define NSEC_PER_USEC 1000ULL
+#define USEC_PER_SEC UINT64_C(1000000)
+#define NSEC_PER_USEC UINT64_C(1000)
 /* How often the queue head looks at the worker slots, and how often a waiter past its deadline is
  * interrupted until it notices (see flock_until()). */
-#define POLL_INTERVAL_USEC 5000ULL
-#define DEADLINE_TICK_USEC 20000ULL
+#define POLL_INTERVAL_USEC UINT64_C(5000)
+#define DEADLINE_TICK_USEC UINT64_C(20000)
 
 struct Admit {
         int dir_fd; /* <state_dir>/admission */

@@ -40,13 +40,13 @@
 #define LIBEXECDIR "/usr/libexec"
 #endif
 
-#define USEC_PER_SEC 1000000ULL
+#define USEC_PER_SEC UINT64_C(1000000)
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 #define CONTENT_TYPE_JSON "application/json; charset=utf-8"
 #define CONTENT_TYPE_TEXT "text/plain; charset=utf-8"
 #define BODY_OVERHEAD (64U * 1024U)
 #define PREPARE_RUNTIME LIBEXECDIR "/difysandbox/difysandbox-prepare-runtime"
-#define PREPARE_TIMEOUT_USEC (10ULL * 60ULL * USEC_PER_SEC)
+#define PREPARE_TIMEOUT_USEC (UINT64_C(600) * USEC_PER_SEC)
 #define RUNTIME_METADATA ".difysandbox-runtime"
 #define RUNTIME_METADATA_MAX (16U << 20)
 #define STDERR_TAIL_MAX 8192U
@@ -94,7 +94,7 @@ static uint64_t now_usec(void) {
         struct timespec ts;
 
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000ULL;
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / UINT64_C(1000);
 }
 
 size_t api_body_max(const Config *cfg) {
@@ -1003,9 +1003,9 @@ static int dependencies_rebuild(Api *api, const ApiRequest *req, ApiResponse *re
                 return reply_errorf(resp, 200, -500, PREPARE_RUNTIME " %s exited with status %i", name, status);
         }
         if (r == -ETIMEDOUT) {
-                log_error("Preparing the %s runtime did not finish within %llu s, killed", name,
+                log_error("Preparing the %s runtime did not finish within %" PRIu64 " s, killed", name,
                           PREPARE_TIMEOUT_USEC / USEC_PER_SEC);
-                return reply_errorf(resp, 200, -500, "preparing the %s runtime did not finish within %llu s",
+                return reply_errorf(resp, 200, -500, "preparing the %s runtime did not finish within %" PRIu64 " s",
                                     name, PREPARE_TIMEOUT_USEC / USEC_PER_SEC);
         }
         if (r < 0) {

@@ -7,8 +7,8 @@
  * To register it, in tests/unit/meson.build:
  *   in unit_tests:
  *         ['config-file',      'test-config-file.c',    true],  # each test has its own mkdtemp() dir
- *   and in the memcheck loop:
- *         foreach name : ['config', 'config-file', 'result', 'parse']
+ *   and 'config-file' in the list of the memcheck loop, e.g.:
+ *         foreach name : ['config', 'config-file', 'result']
  */
 
 #include <errno.h>

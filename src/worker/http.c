@@ -1,0 +1,493 @@
+/* http: see http.h.
+ *
+ * libmicrohttpd runs without a listening socket and without threads: MHD_add_connection() hands it the
+ * accepted socket and this file's loop drives it (MHD_run_wait() and MHD_get_timeout()), so API
+ * handlers and the sandbox's children all belong to the main thread. journal-gatewayd forces
+ * MHD_USE_ITC because without it libmicrohttpd shuts down a listening socket to wake its threads, which
+ * would break the socket systemd shares with it; here there is neither a listening socket nor a thread
+ * to wake, so it is not needed.
+ *
+ * Limits, because the client may be hostile:
+ *   - headers: MHD_OPTION_CONNECTION_MEMORY_LIMIT (64 KiB); beyond it libmicrohttpd answers 431 itself;
+ *   - body: api_body_max() (code_max + 64 KiB); beyond it 413 with the -400 envelope, before reading a
+ *     byte when Content-Length says so;
+ *   - idle: 30 s without a byte between requests closes the connection (MHD_OPTION_CONNECTION_TIMEOUT,
+ *     which counts inactivity only);
+ *   - slow requests: a request whose line, headers and body are not all in within 10 s of its first
+ *     byte is dropped, however steadily it trickles in; an answer not taken by the client within 60 s
+ *     likewise. The loop tracks the phase of the connection's one request to enforce this. */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+#include <systemd/sd-journal.h>
+
+#include "api.h"
+#include "common/cleanup.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "http.h"
+
+#define USEC_PER_SEC UINT64_C(1000000)
+#define USEC_PER_MSEC UINT64_C(1000)
+#define HEADERS_MAX (64U * 1024U)
+#define IDLE_TIMEOUT_SEC 30U
+#define RECEIVE_TIMEOUT_USEC (UINT64_C(10) * USEC_PER_SEC)
+#define SEND_TIMEOUT_USEC (UINT64_C(60) * USEC_PER_SEC)
+/* MESSAGE_ID of the per-request record; to move into the project's message catalog. */
+#define MESSAGE_REQUEST_FINISHED_STR "afb7818a1c774a8ab23a8cdfef9b6260"
+/* "[" IPv6 "]:" port, or a Unix socket path shortened to fit */
+#define PEER_MAX (INET6_ADDRSTRLEN + 2 + 1 + 5 + 1)
+
+DEFINE_POINTER_CLEANUP(struct MHD_Response *, MHD_destroy_response);
+DEFINE_POINTER_CLEANUP(struct MHD_Daemon *, MHD_stop_daemon);
+DEFINE_POINTER_CLEANUP(Api *, api_free);
+
+typedef enum Phase {
+        PHASE_IDLE,       /* between requests: only the idle timeout applies */
+        PHASE_RECEIVING,  /* since the first byte of a request: RECEIVE_TIMEOUT_USEC */
+        PHASE_PROCESSING, /* the handler runs (inside MHD_run_wait()): admission and the run bound it */
+        PHASE_SENDING,    /* the answer is queued: SEND_TIMEOUT_USEC */
+} Phase;
+
+/* The connection's current request; there is one at a time, so it lives in Http and is reset when the
+ * next one starts. libmicrohttpd's per-request pointer points here. */
+typedef struct Request {
+        bool started;      /* the request line was seen (a record will be written) */
+        bool headers_seen; /* the handler ran its first call */
+        bool too_large;
+        uint64_t start_usec;
+        unsigned number; /* on this connection, from 1 */
+        char method[16]; /* for the record; longer methods are cut, no route has one */
+        char *body;
+        size_t body_len, body_alloc;
+        ApiResponse resp;
+} Request;
+
+typedef struct Http {
+        const Config *cfg;
+        Api *api;
+        int fd; /* the connection; libmicrohttpd owns it, the loop only polls it while idle */
+        char peer[PEER_MAX];
+        size_t body_max;
+        Phase phase;
+        uint64_t phase_start;
+        unsigned n_requests;
+        Request req;
+} Http;
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / UINT64_C(1000);
+}
+
+static void phase_enter(Http *h, Phase phase) {
+        h->phase = phase;
+        h->phase_start = now_usec();
+}
+
+static void request_reset(Request *rq) {
+        free(rq->body);
+        api_response_done(&rq->resp);
+        *rq = (Request){ 0 };
+}
+
+static void peer_format(const struct sockaddr_storage *ss, socklen_t len, char *buf, size_t size) {
+        char addr[INET6_ADDRSTRLEN];
+
+        if (ss->ss_family == AF_INET) {
+                const struct sockaddr_in *in = (const struct sockaddr_in *) ss;
+                if (inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr)))
+                        (void) snprintf(buf, size, "%s:%u", addr, (unsigned) ntohs(in->sin_port));
+                return;
+        }
+        if (ss->ss_family == AF_INET6) {
+                const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) ss;
+                if (inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr)))
+                        (void) snprintf(buf, size, "[%s]:%u", addr, (unsigned) ntohs(in6->sin6_port));
+                return;
+        }
+        (void) snprintf(buf, size, "%s", ss->ss_family == AF_UNIX ? "unix" : "unknown");
+}
+
+static const char *termination_to_string(enum MHD_RequestTerminationCode toe) {
+        switch (toe) {
+        case MHD_REQUEST_TERMINATED_COMPLETED_OK:
+                return "completed";
+        case MHD_REQUEST_TERMINATED_WITH_ERROR:
+                return "error";
+        case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED:
+                return "timeout";
+        case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN:
+                return "dropped";
+        case MHD_REQUEST_TERMINATED_READ_ERROR:
+                return "read-error";
+        case MHD_REQUEST_TERMINATED_CLIENT_ABORT:
+                return "client-abort";
+        }
+        return "unknown";
+}
+
+/* log.c sends to journald only when our stderr is not already connected to it and the socket exists;
+ * the record follows the same rule, so it goes where the other lines of the worker go. */
+static bool journal_wanted(void) {
+        struct stat st;
+
+        return getenv("JOURNAL_STREAM") && stat("/run/systemd/journal/socket", &st) == 0;
+}
+
+/* The request's journal record: typed fields an operator can query, never code or output (only their
+ * sizes). Without journald, one line on stderr with the same facts. */
+static void request_log(const Http *h, const Request *rq, unsigned status, enum MHD_RequestTerminationCode toe) {
+        const ApiFacts *f = &rq->resp.facts;
+        const char *route = f->route ? f->route : "unknown", *term = termination_to_string(toe);
+        uint64_t duration = now_usec() - rq->start_usec;
+
+        if (journal_wanted()) {
+                if (f->ran)
+                        (void) sd_journal_send(
+                                "MESSAGE=%s %s: %u, code %i, %s in %" PRIu64 " ms", rq->method, route, status,
+                                f->code, f->result, duration / USEC_PER_MSEC,
+                                "MESSAGE_ID=" MESSAGE_REQUEST_FINISHED_STR, "PRIORITY=%i", LOG_INFO, "METHOD=%s",
+                                rq->method, "ROUTE=%s", route, "STATUS=%u", status, "CODE=%i", f->code,
+                                "DURATION_USEC=%" PRIu64, duration, "PEER=%s", h->peer, "REQUEST=%u", rq->number,
+                                "TERMINATION=%s", term, "LANGUAGE=%s", f->language, "RESULT=%s", f->result,
+                                "EXIT_CODE=%i", f->exit_code, "RUN_DURATION_USEC=%" PRIu64, f->run_usec,
+                                "CPU_USEC=%" PRIu64, f->cpu_usec, "MEMORY_PEAK=%" PRIu64, f->memory_peak,
+                                "UID=%" PRIu32, f->uid, "QUEUED_USEC=%" PRIu64, f->queued_usec,
+                                "WORKER_SLOT=%u", f->worker_slot, "CODE_BYTES=%zu", f->code_bytes,
+                                "STDOUT_BYTES=%zu", f->stdout_bytes, "STDERR_BYTES=%zu", f->stderr_bytes, NULL);
+                else
+                        (void) sd_journal_send("MESSAGE=%s %s: %u, code %i", rq->method, route, status, f->code,
+                                               "MESSAGE_ID=" MESSAGE_REQUEST_FINISHED_STR, "PRIORITY=%i", LOG_INFO,
+                                               "METHOD=%s", rq->method, "ROUTE=%s", route, "STATUS=%u", status,
+                                               "CODE=%i", f->code, "DURATION_USEC=%" PRIu64, duration,
+                                               "PEER=%s", h->peer, "REQUEST=%u", rq->number, "TERMINATION=%s",
+                                               term, NULL);
+                return;
+        }
+
+        if (f->ran)
+                log_info("METHOD=%s ROUTE=%s STATUS=%u CODE=%i DURATION_USEC=%" PRIu64 " PEER=%s REQUEST=%u "
+                         "TERMINATION=%s LANGUAGE=%s RESULT=%s EXIT_CODE=%i RUN_DURATION_USEC=%" PRIu64
+                         " CPU_USEC=%" PRIu64 " MEMORY_PEAK=%" PRIu64 " UID=%" PRIu32 " QUEUED_USEC=%" PRIu64
+                         " WORKER_SLOT=%u CODE_BYTES=%zu STDOUT_BYTES=%zu STDERR_BYTES=%zu",
+                         rq->method, route, status, f->code, duration, h->peer, rq->number, term, f->language,
+                         f->result, f->exit_code, f->run_usec, f->cpu_usec, f->memory_peak, f->uid,
+                         f->queued_usec, f->worker_slot, f->code_bytes, f->stdout_bytes, f->stderr_bytes);
+        else
+                log_info("METHOD=%s ROUTE=%s STATUS=%u CODE=%i DURATION_USEC=%" PRIu64
+                         " PEER=%s REQUEST=%u TERMINATION=%s",
+                         rq->method, route, status, f->code, duration, h->peer, rq->number, term);
+}
+
+static void mhd_logger(void *cls, const char *format, va_list ap) {
+        _cleanup_free_ char *message = NULL;
+
+        if (vasprintf(&message, format, ap) < 0)
+                return;
+        message[strcspn(message, "\n")] = '\0';
+        log_debug("libmicrohttpd: %s", message);
+}
+
+/* Called by libmicrohttpd once a request line is in: the request starts here if the loop did not see
+ * its first byte (it may have come with the previous request). Returns the per-request pointer. */
+static void *request_started(void *cls, const char *uri, struct MHD_Connection *connection) {
+        Http *h = cls;
+
+        request_reset(&h->req);
+        if (h->phase != PHASE_RECEIVING)
+                phase_enter(h, PHASE_RECEIVING);
+        h->req.started = true;
+        h->req.start_usec = h->phase_start;
+        h->req.number = ++h->n_requests;
+        (void) snprintf(h->req.method, sizeof(h->req.method), "%s", "?");
+        return &h->req;
+}
+
+static void request_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
+                              enum MHD_RequestTerminationCode toe) {
+        Http *h = cls;
+        Request *rq = *req_cls;
+        const union MHD_ConnectionInfo *info;
+        unsigned status = rq ? rq->resp.status : 0;
+
+        /* libmicrohttpd's own answers (431, 400 for a malformed request) are known only to it. */
+        info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_HTTP_STATUS);
+        if (info && info->http_status > 0)
+                status = info->http_status;
+        if (rq && rq->started)
+                request_log(h, rq, status, toe);
+        if (rq)
+                request_reset(rq);
+        *req_cls = NULL;
+        phase_enter(h, PHASE_IDLE);
+}
+
+/* Queues resp; its body goes to libmicrohttpd. */
+static enum MHD_Result respond(Http *h, struct MHD_Connection *connection, ApiResponse *resp, bool close) {
+        _cleanup_(MHD_destroy_responsep) struct MHD_Response *response = NULL;
+        enum MHD_Result ret;
+
+        if (resp->body) {
+                response = MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
+                if (!response)
+                        return MHD_NO;
+                TAKE_PTR(resp->body); /* libmicrohttpd free()s it with the response */
+        } else {
+                response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+                if (!response)
+                        return MHD_NO;
+        }
+        if (resp->content_type &&
+            MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type) != MHD_YES)
+                return MHD_NO;
+        if (close && MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close") != MHD_YES)
+                return MHD_NO;
+
+        ret = MHD_queue_response(connection, resp->status, response);
+        phase_enter(h, PHASE_SENDING);
+        return ret;
+}
+
+static enum MHD_Result respond_too_large(Http *h, struct MHD_Connection *connection, Request *rq) {
+        int r;
+
+        r = api_error(413, -400, "request body too large", &rq->resp);
+        if (r < 0)
+                return MHD_NO;
+        /* The rest of the body stays unread, so the connection cannot carry another request. */
+        return respond(h, connection, &rq->resp, /* close= */ true);
+}
+
+static int body_append(Request *rq, const char *data, size_t n, size_t max) {
+        if (n > max - rq->body_len)
+                return -EFBIG;
+        if (rq->body_len + n + 1 > rq->body_alloc) {
+                size_t want = rq->body_alloc ? rq->body_alloc : 16384;
+                char *b;
+
+                while (want < rq->body_len + n + 1)
+                        want = want > SIZE_MAX / 2 ? SIZE_MAX : want * 2;
+                if (want > max + 1)
+                        want = max + 1;
+                b = realloc(rq->body, want);
+                if (!b)
+                        return -ENOMEM;
+                rq->body = b;
+                rq->body_alloc = want;
+        }
+        memcpy(rq->body + rq->body_len, data, n);
+        rq->body_len += n;
+        rq->body[rq->body_len] = '\0';
+        return 0;
+}
+
+static ApiRequest api_request(struct MHD_Connection *connection, const char *url, const char *method,
+                              const Request *rq) {
+        return (ApiRequest){
+                .method = method,
+                .url = url,
+                .api_key = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "X-Api-Key"),
+                .language = MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "language"),
+                .body = rq->body,
+                .body_len = rq->body_len,
+        };
+}
+
+static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connection, const char *url,
+                                      const char *method, const char *version, const char *upload_data,
+                                      size_t *upload_data_size, void **req_cls) {
+        Http *h = cls;
+        Request *rq = *req_cls;
+        ApiRequest req;
+        int r;
+
+        if (!rq)
+                return MHD_NO; /* request_started() always runs first; never reached */
+
+        if (!rq->headers_seen) {
+                const char *length;
+                uint64_t n;
+
+                rq->headers_seen = true;
+                (void) snprintf(rq->method, sizeof(rq->method), "%s", method);
+
+                length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+                if (!MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) &&
+                    (!length || (parse_uint64(length, &n) >= 0 && n == 0)))
+                        return MHD_YES; /* no body: answered at once by the call below, keep-alive intact */
+
+                /* Route and key before the body: a stranger's body is not worth reading. Answering now
+                 * leaves the body unread, so libmicrohttpd closes the connection after the answer. */
+                req = api_request(connection, url, method, rq);
+                r = api_precheck(h->api, &req, &rq->resp);
+                if (r < 0)
+                        return MHD_NO;
+                if (r > 0)
+                        return respond(h, connection, &rq->resp, /* close= */ true);
+
+                if (length && parse_uint64(length, &n) >= 0 && n > h->body_max)
+                        return respond_too_large(h, connection, rq);
+                return MHD_YES; /* libmicrohttpd sends 100 Continue if asked, then the body */
+        }
+
+        if (*upload_data_size > 0) {
+                size_t n = *upload_data_size;
+
+                *upload_data_size = 0;
+                if (rq->too_large)
+                        return MHD_YES;
+                r = body_append(rq, upload_data, n, h->body_max);
+                if (r == -EFBIG) {
+                        /* A chunked body grew past the cap. libmicrohttpd takes no answer in the middle of
+                         * a body: the rest is read and dropped, within the 10 s of the request. */
+                        rq->too_large = true;
+                        free(rq->body);
+                        rq->body = NULL;
+                        rq->body_len = rq->body_alloc = 0;
+                        return MHD_YES;
+                }
+                if (r < 0) {
+                        log_error_errno(r, "Cannot hold the body of a request from %s: %m", h->peer);
+                        return MHD_NO;
+                }
+                return MHD_YES;
+        }
+
+        /* The whole request is in. */
+        if (rq->too_large)
+                return respond_too_large(h, connection, rq);
+
+        phase_enter(h, PHASE_PROCESSING);
+        /* The run may take longer than the idle timeout: none while it runs, and a fresh one after (setting
+         * a timeout where there was none restarts libmicrohttpd's inactivity clock). */
+        (void) MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, 0U);
+        req = api_request(connection, url, method, rq);
+        r = api_handle(h->api, &req, &rq->resp);
+        (void) MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, IDLE_TIMEOUT_SEC);
+        if (r < 0) {
+                log_error_errno(r, "Cannot answer %s %s from %s: %m", rq->method, url, h->peer);
+                return MHD_NO;
+        }
+        return respond(h, connection, &rq->resp, /* close= */ false);
+}
+
+static int connections_open(struct MHD_Daemon *daemon) {
+        const union MHD_DaemonInfo *info;
+
+        info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        return info ? (int) info->num_connections : 0;
+}
+
+static int timeout_msec(struct MHD_Daemon *daemon, uint64_t limit_usec) {
+        MHD_UNSIGNED_LONG_LONG mhd;
+        uint64_t ms = limit_usec == UINT64_MAX ? UINT64_MAX : (limit_usec + USEC_PER_MSEC - 1) / USEC_PER_MSEC;
+
+        if (MHD_get_timeout(daemon, &mhd) == MHD_YES && mhd < ms)
+                ms = mhd;
+        return ms > INT_MAX ? -1 : (int) ms;
+}
+
+/* Drives libmicrohttpd until the connection is closed or a limit drops it. */
+static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_mask) {
+        while (connections_open(daemon) > 0) {
+                uint64_t now = now_usec(), limit;
+
+                if (h->phase == PHASE_IDLE) {
+                        /* Wait for the next request ourselves, to see its first byte. SIGTERM and SIGINT
+                         * are let in here only: nothing is in progress, so ending is harmless. */
+                        struct pollfd pfd = { .fd = h->fd, .events = POLLIN };
+                        int ms = timeout_msec(daemon, UINT64_MAX), p;
+                        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
+
+                        p = ppoll(&pfd, 1, ms < 0 ? NULL : &ts, idle_mask);
+                        if (p < 0 && errno != EINTR)
+                                return log_error_errno(-errno, "Cannot wait on the connection from %s: %m",
+                                                       h->peer);
+                        if (p > 0)
+                                phase_enter(h, PHASE_RECEIVING);
+                        if (MHD_run(daemon) != MHD_YES)
+                                return log_error_errno(-EIO, "libmicrohttpd failed on the connection from %s",
+                                                       h->peer);
+                        continue;
+                }
+
+                limit = h->phase == PHASE_SENDING ? SEND_TIMEOUT_USEC : RECEIVE_TIMEOUT_USEC;
+                if (now - h->phase_start >= limit) {
+                        log_warning("Dropping the connection from %s: %s not complete within %" PRIu64 " s",
+                                    h->peer, h->phase == PHASE_SENDING ? "answer" : "request",
+                                    limit / USEC_PER_SEC);
+                        return 0;
+                }
+                if (MHD_run_wait(daemon, timeout_msec(daemon, h->phase_start + limit - now)) != MHD_YES)
+                        return log_error_errno(-EIO, "libmicrohttpd failed on the connection from %s", h->peer);
+        }
+        return 0;
+}
+
+int http_serve_connection(const Config *cfg, int fd) {
+        _cleanup_close_ int conn_fd = fd;
+        _cleanup_(api_freep) Api *api = NULL;
+        _cleanup_(MHD_stop_daemonp) struct MHD_Daemon *daemon = NULL;
+        struct sockaddr_storage ss = { 0 };
+        socklen_t ss_len = sizeof(ss);
+        sigset_t stop_signals, idle_mask;
+        Http h = { .cfg = cfg, .fd = fd, .body_max = api_body_max(cfg), .phase = PHASE_IDLE };
+        int r;
+
+        /* A request in progress finishes before a stop takes effect; see serve_loop(). */
+        if (sigemptyset(&stop_signals) < 0 || sigaddset(&stop_signals, SIGTERM) < 0 ||
+            sigaddset(&stop_signals, SIGINT) < 0 || sigprocmask(SIG_BLOCK, &stop_signals, &idle_mask) < 0)
+                return log_error_errno(-errno, "Cannot block the stop signals: %m");
+        (void) sigdelset(&idle_mask, SIGTERM);
+        (void) sigdelset(&idle_mask, SIGINT);
+
+        if (getpeername(fd, (struct sockaddr *) &ss, &ss_len) < 0)
+                return log_error_errno(-errno, "Cannot get the peer of the connection: %m");
+        peer_format(&ss, ss_len, h.peer, sizeof(h.peer));
+        /* Nothing the sandbox or a helper execs may inherit the client's socket. */
+        if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+                return log_error_errno(-errno, "Cannot set close-on-exec on the connection: %m");
+
+        r = api_new(cfg, &api);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the API: %m");
+        h.api = api;
+
+        daemon = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle_request, &h,
+                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) HEADERS_MAX,
+                                  MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_SEC, MHD_OPTION_URI_LOG_CALLBACK,
+                                  request_started, &h, MHD_OPTION_NOTIFY_COMPLETED, request_completed, &h,
+                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL, MHD_OPTION_END);
+        if (!daemon)
+                return log_error_errno(-EIO, "Cannot start libmicrohttpd for the connection from %s", h.peer);
+
+        if (MHD_add_connection(daemon, TAKE_FD(conn_fd), (const struct sockaddr *) &ss, ss_len) != MHD_YES)
+                return log_error_errno(-errno, "Cannot serve the connection from %s: %m", h.peer);
+
+        r = serve_loop(&h, daemon, &idle_mask);
+        MHD_stop_daemon(TAKE_PTR(daemon)); /* closes the connection; a request in it is recorded */
+        request_reset(&h.req);
+        return r;
+}

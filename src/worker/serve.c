@@ -1,0 +1,368 @@
+/* serve: see serve.h. */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admit.h"
+#include "common/cleanup.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "http.h"
+#include "serve.h"
+
+#define USEC_PER_SEC UINT64_C(1000000)
+/* Workers alive at once; more connections wait in the listen backlog until one ends. (systemd's socket
+ * units default to MaxConnections=64, which Dify's connection pool can exceed.) */
+#define WORKERS_MAX 1024U
+#define ACCEPT_BACKOFF_MSEC 100
+/* How long a stop waits for a worker beyond its longest request (queue wait + run) before SIGKILL. */
+#define STOP_GRACE_USEC (UINT64_C(5) * USEC_PER_SEC)
+
+DEFINE_POINTER_CLEANUP(struct addrinfo *, freeaddrinfo);
+
+typedef struct Workers {
+        pid_t *pids;
+        size_t n, alloc;
+} Workers;
+
+static void workers_done(Workers *w) {
+        free(w->pids);
+        *w = (Workers){ 0 };
+}
+
+static int workers_add(Workers *w, pid_t pid) {
+        if (w->n == w->alloc) {
+                size_t na = w->alloc ? w->alloc * 2 : 16;
+                pid_t *p = reallocarray(w->pids, na, sizeof(pid_t));
+
+                if (!p)
+                        return -ENOMEM;
+                w->pids = p;
+                w->alloc = na;
+        }
+        w->pids[w->n++] = pid;
+        return 0;
+}
+
+/* Reaps the workers that have exited. Only our own children are waited for, each by its PID, which
+ * stays ours until it is reaped, so a signal sent by PID never reaches a stranger. */
+static void workers_reap(Workers *w) {
+        for (size_t i = 0; i < w->n;) {
+                int status;
+                pid_t p = waitpid(w->pids[i], &status, WNOHANG);
+
+                if (p == 0) {
+                        i++;
+                        continue;
+                }
+                if (p > 0 && WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM && WTERMSIG(status) != SIGINT)
+                        log_warning("Worker %i was killed by signal %i", (int) p, WTERMSIG(status));
+                w->pids[i] = w->pids[--w->n]; /* reaped, or not our child (ECHILD): forget it */
+        }
+}
+
+static void workers_signal(const Workers *w, int sig) {
+        for (size_t i = 0; i < w->n; i++)
+                (void) kill(w->pids[i], sig); /* ours and not yet reaped, so still this process */
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / UINT64_C(1000);
+}
+
+/* Splits "host:port", "[v6]:port" or ":port" (*ret_host NULL: every address). */
+static int address_split(const char *addr, char **ret_host, uint16_t *ret_port) {
+        _cleanup_free_ char *host = NULL;
+        const char *port;
+        uint32_t n;
+
+        if (addr[0] == '[') {
+                const char *end = strchr(addr, ']');
+
+                if (!end || end == addr + 1 || end[1] != ':')
+                        return -EINVAL;
+                host = strndup(addr + 1, (size_t) (end - addr - 1));
+                if (!host)
+                        return -ENOMEM;
+                port = end + 2;
+        } else {
+                const char *colon = strchr(addr, ':');
+
+                if (!colon || strchr(colon + 1, ':'))
+                        return -EINVAL; /* no port, or IPv6 without brackets */
+                if (colon > addr) {
+                        host = strndup(addr, (size_t) (colon - addr));
+                        if (!host)
+                                return -ENOMEM;
+                }
+                port = colon + 1;
+        }
+        if (parse_uint32(port, &n) < 0 || n > 65535)
+                return -EINVAL;
+        *ret_host = TAKE_PTR(host);
+        *ret_port = (uint16_t) n;
+        return 0;
+}
+
+static void address_format(const struct sockaddr_storage *ss, char *buf, size_t size) {
+        char text[INET6_ADDRSTRLEN] = "?";
+
+        if (ss->ss_family == AF_INET6) {
+                const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) ss;
+                (void) inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+                (void) snprintf(buf, size, "[%s]:%u", text, (unsigned) ntohs(in6->sin6_port));
+        } else {
+                const struct sockaddr_in *in = (const struct sockaddr_in *) ss;
+                (void) inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+                (void) snprintf(buf, size, "%s:%u", text, (unsigned) ntohs(in->sin_port));
+        }
+}
+
+static int listen_on(const struct addrinfo *ai, bool dual_stack) {
+        _cleanup_close_ int fd = -EBADF;
+        int one = 1, v6only = !dual_stack;
+
+        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
+                return -errno;
+        if (ai->ai_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)) < 0)
+                return -errno;
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0)
+                return -errno;
+        if (listen(fd, SOMAXCONN) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+/* Listens on addr: its first address that works, IPv6 first when no host is given (and then on both
+ * families). Logs why it cannot. */
+static int listen_open(const char *addr, int *ret_fd, char *ret_bound, size_t bound_size) {
+        _cleanup_(freeaddrinfop) struct addrinfo *list = NULL;
+        _cleanup_free_ char *host = NULL;
+        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                                  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+        struct sockaddr_storage ss = { 0 };
+        socklen_t ss_len = sizeof(ss);
+        char port_text[6];
+        uint16_t port;
+        int fd = -EADDRNOTAVAIL, r;
+
+        r = address_split(addr, &host, &port);
+        if (r == -ENOMEM)
+                return log_error_errno(r, "Cannot parse the listen address: %m");
+        if (r < 0)
+                return log_error_errno(r, "Invalid listen address '%s': expected HOST:PORT, [IPV6]:PORT or :PORT",
+                                       addr);
+        (void) snprintf(port_text, sizeof(port_text), "%u", (unsigned) port);
+        r = getaddrinfo(host, port_text, &hints, &list);
+        if (r != 0)
+                return log_error_errno(r == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL, "Cannot resolve '%s': %s", addr,
+                                       gai_strerror(r));
+
+        for (int pass = 0; pass < 2 && fd < 0; pass++)
+                for (const struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
+                        if ((pass == 0) != (ai->ai_family == AF_INET6))
+                                continue;
+                        fd = listen_on(ai, /* dual_stack= */ !host);
+                }
+        if (fd < 0)
+                return log_error_errno(fd, "Cannot listen on '%s': %m", addr);
+
+        if (getsockname(fd, (struct sockaddr *) &ss, &ss_len) < 0) {
+                r = -errno;
+                (void) safe_close(fd);
+                return log_error_errno(r, "Cannot get the address of the listening socket: %m");
+        }
+        address_format(&ss, ret_bound, bound_size);
+        *ret_fd = fd;
+        return 0;
+}
+
+/* Errors that concern only the connection being accepted (accept(2): pending network errors are passed
+ * on), or no connection at all. */
+static bool accept_error_transient(int error) {
+        switch (error) {
+        case EAGAIN:
+        case EINTR:
+        case ECONNABORTED:
+        case EPROTO:
+        case EPERM:
+        case ENETDOWN:
+        case ENOPROTOOPT:
+        case EHOSTDOWN:
+        case ENONET:
+        case EHOSTUNREACH:
+        case EOPNOTSUPP:
+        case ENETUNREACH:
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* In the forked worker: the connection is all it keeps of us. */
+static void worker_run(const Config *cfg, int conn_fd, int listen_fd, int signal_fd, const sigset_t *mask)
+        __attribute__((noreturn));
+static void worker_run(const Config *cfg, int conn_fd, int listen_fd, int signal_fd, const sigset_t *mask) {
+        int r;
+
+        (void) safe_close(listen_fd);
+        (void) safe_close(signal_fd);
+        if (sigprocmask(SIG_SETMASK, mask, NULL) < 0)
+                _exit(EXIT_FAILURE);
+        r = http_serve_connection(cfg, conn_fd);
+        _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+}
+
+/* Accepts one connection and forks its worker. Returns 1 when accepting should pause (out of fds or
+ * memory), 0 otherwise. */
+static int accept_one(const Config *cfg, int listen_fd, int signal_fd, const sigset_t *mask, Workers *w) {
+        _cleanup_close_ int conn_fd = -EBADF;
+        pid_t pid;
+        int r;
+
+        conn_fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (conn_fd < 0) {
+                if (accept_error_transient(errno))
+                        return 0;
+                log_warning_errno(-errno, "Cannot accept a connection, pausing for %i ms: %m", ACCEPT_BACKOFF_MSEC);
+                return 1;
+        }
+
+        pid = fork();
+        if (pid < 0) {
+                log_warning_errno(-errno, "Cannot fork a worker, dropping the connection: %m");
+                return 1;
+        }
+        if (pid == 0)
+                worker_run(cfg, TAKE_FD(conn_fd), listen_fd, signal_fd, mask);
+
+        r = workers_add(w, pid);
+        if (r < 0) {
+                log_error_errno(r, "Cannot track worker %i, killing it: %m", (int) pid);
+                (void) kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                return 1;
+        }
+        return 0;
+}
+
+/* Reads the pending signals; returns the last stop signal seen, 0 if none. Reaps on SIGCHLD. */
+static int signals_read(int signal_fd, Workers *w) {
+        struct signalfd_siginfo si;
+        int stop = 0;
+
+        while (read(signal_fd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+                if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+                        stop = (int) si.ssi_signo;
+        workers_reap(w); /* SIGCHLD coalesces: look at every worker each time */
+        return stop;
+}
+
+/* Stops: no more connections, SIGTERM to each worker (a request in progress finishes, an idle
+ * connection ends), SIGKILL to those still there after the longest a request can take, or at once on
+ * a second stop signal. */
+static void workers_stop(const Config *cfg, int signal_fd, Workers *w) {
+        uint64_t deadline = now_usec() + admit_wait_usec(cfg) + cfg->worker_timeout_usec + STOP_GRACE_USEC;
+
+        if (w->n > 0)
+                log_info("Stopping: waiting for %zu workers", w->n);
+        workers_signal(w, SIGTERM);
+        while (w->n > 0) {
+                struct pollfd pfd = { .fd = signal_fd, .events = POLLIN };
+                uint64_t now = now_usec();
+
+                if (now >= deadline) {
+                        log_warning("Killing %zu workers that did not finish in time", w->n);
+                        break;
+                }
+                if (poll(&pfd, 1, (int) ((deadline - now) / 1000 + 1)) < 0 && errno != EINTR) {
+                        log_warning_errno(-errno, "Cannot wait for the workers, killing them: %m");
+                        break;
+                }
+                if (signals_read(signal_fd, w) != 0 && w->n > 0) {
+                        log_warning("Second stop signal: killing %zu workers", w->n);
+                        break;
+                }
+        }
+        workers_signal(w, SIGKILL);
+        for (size_t i = 0; i < w->n; i++)
+                (void) waitpid(w->pids[i], NULL, 0);
+        w->n = 0;
+}
+
+int serve_main(Config *cfg, const char *listen_addr) {
+        _cleanup_close_ int listen_fd = -EBADF, signal_fd = -EBADF;
+        _cleanup_(workers_done) Workers workers = { 0 };
+        char bound[INET6_ADDRSTRLEN + 8];
+        sigset_t handled, old_mask;
+        bool backoff = false;
+        int r = 0, stop = 0;
+
+        /* A run that dies early closes its code pipe: that must be EPIPE in the worker, not its end. */
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        r = listen_open(listen_addr, &listen_fd, bound, sizeof(bound));
+        if (r < 0)
+                return r;
+
+        if (sigemptyset(&handled) < 0 || sigaddset(&handled, SIGCHLD) < 0 || sigaddset(&handled, SIGTERM) < 0 ||
+            sigaddset(&handled, SIGINT) < 0 || sigprocmask(SIG_BLOCK, &handled, &old_mask) < 0)
+                return log_error_errno(-errno, "Cannot block signals: %m");
+        signal_fd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (signal_fd < 0) {
+                r = log_error_errno(-errno, "Cannot create a signalfd: %m");
+                (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
+                return r;
+        }
+
+        log_info("Serving on %s: max_workers=%" PRIu32 " max_requests=%" PRIu32 " worker_timeout=%" PRIu64
+                 ".%03" PRIu64 "s enable_network=%s enable_preload=%s",
+                 bound, cfg->max_workers, cfg->max_requests, cfg->worker_timeout_usec / USEC_PER_SEC,
+                 cfg->worker_timeout_usec % USEC_PER_SEC / 1000, cfg->enable_network ? "yes" : "no",
+                 cfg->enable_preload ? "yes" : "no");
+
+        while (stop == 0) {
+                struct pollfd pfd[2] = {
+                        { .fd = signal_fd, .events = POLLIN },
+                        { .fd = listen_fd, .events = !backoff && workers.n < WORKERS_MAX ? POLLIN : 0 },
+                };
+
+                if (poll(pfd, 2, backoff ? ACCEPT_BACKOFF_MSEC : -1) < 0 && errno != EINTR) {
+                        r = log_error_errno(-errno, "Cannot wait for connections: %m");
+                        break;
+                }
+                backoff = false;
+                if (pfd[0].revents & POLLIN)
+                        stop = signals_read(signal_fd, &workers);
+                if (stop == 0 && (pfd[1].revents & POLLIN))
+                        backoff = accept_one(cfg, listen_fd, signal_fd, &old_mask, &workers) > 0;
+        }
+        if (stop != 0)
+                log_info("Received %s, no longer accepting on %s", strsignal(stop), bound);
+
+        listen_fd = safe_close(listen_fd);
+        workers_stop(cfg, signal_fd, &workers);
+        (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        return stop != 0 ? 0 : r;
+}

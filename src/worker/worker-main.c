@@ -1,0 +1,150 @@
+/* difysandbox-worker: the service of one connection of difysandbox.socket (Accept=yes). systemd hands
+ * it the accepted socket on fd 0 (StandardInput=socket), or as the one passed fd (LISTEN_FDS=1); it
+ * serves that connection's requests in turn (src/worker/http.c) and exits when the connection ends. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "common/cleanup.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "worker/http.h"
+#ifdef HAVE_CONFIG_LOAD
+#include "common/config-file.h"
+#endif
+
+static void help(void) {
+        printf("Usage: difysandbox-worker [--config FILE]\n"
+               "\n"
+               "Serves one HTTP connection of difysandbox.socket (Accept=yes): the connection is fd 0\n"
+               "(StandardInput=socket) or the one socket passed with LISTEN_FDS. Not for interactive use.\n");
+}
+
+static bool same_file(int a, int b) {
+        struct stat sa, sb;
+
+        return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Takes the connection out of the standard fds: HTTP must never mix with stdio, and fd 0 and 1 may be
+ * the same socket, which would then stay open after libmicrohttpd closes its fd. Returns a close-on-exec
+ * fd of the connection; fds 0–2 that were the socket become /dev/null. */
+static int connection_take(int *ret_fd) {
+        _cleanup_close_ int conn_fd = -EBADF, null_fd = -EBADF;
+        int source = STDIN_FILENO, n;
+
+        n = sd_listen_fds(/* unset_environment= */ true);
+        if (n < 0)
+                return n;
+        if (n > 1)
+                return -E2BIG;
+        if (n == 1)
+                source = SD_LISTEN_FDS_START;
+
+        n = sd_is_socket(source, AF_UNSPEC, SOCK_STREAM, /* listening= */ 0);
+        if (n < 0)
+                return n;
+        if (n == 0)
+                return -ENOTSOCK;
+
+        conn_fd = fcntl(source, F_DUPFD_CLOEXEC, 3);
+        if (conn_fd < 0)
+                return -errno;
+        null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null_fd < 0)
+                return -errno;
+        for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
+                if ((fd == source || same_file(fd, conn_fd)) && dup2(null_fd, fd) < 0)
+                        return -errno;
+        if (source >= 3)
+                (void) close(source);
+
+        *ret_fd = TAKE_FD(conn_fd);
+        return 0;
+}
+
+static int config_setup(Config *cfg, const char *file) {
+        int r;
+
+        r = config_init_defaults(cfg);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the configuration: %m");
+#ifdef HAVE_CONFIG_LOAD
+        ConfigError error = { 0 };
+
+        /* --config FILE stands alone, as in `difysandbox check-config FILE`: no drop-ins. */
+        r = config_load(cfg, file, file ? "" : NULL, environ, &error);
+        if (r < 0) {
+                if (error.message)
+                        log_error_errno(r, "Refusing the configuration: %s", error.message);
+                else
+                        log_error_errno(r, "Refusing the configuration: %m");
+                config_error_done(&error);
+                config_done(cfg);
+                return r;
+        }
+#else
+        /* CONFIG LOAD CALL SITE: config_load() (src/common/config-file.c) is not in libdifysandbox yet, so the
+         * worker runs on the defaults; src/worker/meson.build defines HAVE_CONFIG_LOAD once it is. */
+        if (file)
+                log_warning("Ignoring --config '%s': this build cannot read configuration files yet", file);
+#endif
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        static const struct option options[] = {
+                { "config", required_argument, NULL, 'c' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *config_file = NULL;
+        Config cfg;
+        int c, fd = -EBADF, r;
+
+        /* A run that dies early closes its code pipe: that must be EPIPE, not the end of us. */
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        while ((c = getopt_long(argc, argv, "c:h", options, NULL)) >= 0)
+                switch (c) {
+                case 'c':
+                        config_file = optarg;
+                        break;
+                case 'h':
+                        help();
+                        return EXIT_SUCCESS;
+                default:
+                        return EXIT_FAILURE;
+                }
+        if (optind < argc) {
+                log_error("Unexpected argument '%s'", argv[optind]);
+                return EXIT_FAILURE;
+        }
+
+        r = connection_take(&fd);
+        if (r < 0) {
+                log_error_errno(r, "No connection to serve on fd 0 or in LISTEN_FDS (run from difysandbox.socket "
+                                   "with Accept=yes): %m");
+                return EXIT_FAILURE;
+        }
+
+        r = config_setup(&cfg, config_file);
+        if (r < 0) {
+                (void) close(fd);
+                return EXIT_FAILURE;
+        }
+
+        r = http_serve_connection(&cfg, fd);
+        config_done(&cfg);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -25,7 +25,7 @@ DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
 
 static void help(void) {
         printf("Usage: difysandbox [--config FILE] run --language python3|nodejs [--network]\n"
-               "                       [--timeout SEC] [--memory BYTES] [FILE|-]\n"
+               "                       [--timeout SEC] [--memory BYTES] [--timing] [FILE|-]\n"
                "       difysandbox check-config [--show-secrets] [FILE]\n"
                "\n"
                "run           run one Python 3 or Node.js snippet in the sandbox, print one JSON object\n"
@@ -74,9 +74,35 @@ static json_object *json_ms(uint64_t usec) {
         return json_object_new_double_s((double) usec / 1000.0, text);
 }
 
-static int print_output(const RunOutput *out) {
+static json_object *timing_object(const RunTiming *t) {
+        const struct {
+                const char *name;
+                uint64_t usec;
+        } phases[] = {
+                { "uid", t->uid },
+                { "cgroup", t->cgroup },
+                { "spawn", t->spawn },
+                { "attach", t->attach },
+                { "root", t->root },
+                { "creds_seccomp", t->creds_seccomp },
+                { "interpreter", t->interpreter },
+                { "first_output", t->first_output },
+                { "user_code", t->user_code },
+                { "cleanup", t->cleanup },
+        };
+        json_object *o = json_object_new_object();
+
+        for (size_t i = 0; o && i < ELEMENTSOF(phases); i++)
+                if (json_object_object_add(o, phases[i].name, json_ms(phases[i].usec)) < 0)
+                        return json_object_put(o), NULL;
+        return o;
+}
+
+static int print_output(const RunOutput *out, bool timing) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
         if (!o)
+                return -ENOMEM;
+        if (timing && json_object_object_add(o, "timing", timing_object(&out->timing)) < 0)
                 return -ENOMEM;
         if (json_object_object_add(
                     o, "stdout", json_object_new_string_len(out->stdout_text, (int) out->stdout_len)) < 0 ||
@@ -99,11 +125,17 @@ static int print_output(const RunOutput *out) {
 }
 
 static int verb_run(Config *cfg, int argc, char **argv) {
+        /* clang-format off */
         static const struct option options[] = {
-                { "language", required_argument, NULL, 'l' }, { "network", no_argument, NULL, 'n' },
-                { "timeout", required_argument, NULL, 't' },  { "memory", required_argument, NULL, 'm' },
-                { "help", no_argument, NULL, 'h' },           {},
+                { "language", required_argument, NULL, 'l' },
+                { "network",  no_argument,       NULL, 'n' },
+                { "timeout",  required_argument, NULL, 't' },
+                { "memory",   required_argument, NULL, 'm' },
+                { "timing",   no_argument,       NULL, 'T' },
+                { "help",     no_argument,       NULL, 'h' },
+                {},
         };
+        /* clang-format on */
         _cleanup_(sandbox_freep) Sandbox *sb = NULL;
         _cleanup_free_ char *code = NULL;
         _cleanup_close_ int fd = -EBADF;
@@ -111,10 +143,11 @@ static int verb_run(Config *cfg, int argc, char **argv) {
         RunFailure failure = { 0 };
         RunOutput out = { 0 };
         const char *file = "-";
+        bool timing = false;
         int c, r;
 
         optind = 1;
-        while ((c = getopt_long(argc, argv, "l:nt:m:h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "l:nt:m:Th", options, NULL)) >= 0)
                 switch (c) {
                 case 'l':
                         req.language = language_from_string(optarg);
@@ -141,6 +174,9 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                                         r < 0 ? r : -ERANGE,
                                         "Invalid --memory '%s': expected bytes >= 16M (e.g. 256M): %m",
                                         optarg);
+                        break;
+                case 'T':
+                        timing = true;
                         break;
                 case 'h':
                         help();
@@ -200,7 +236,7 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 .stderr_bytes = out.stderr_len,
         });
 
-        r = print_output(&out);
+        r = print_output(&out, timing);
         run_output_done(&out);
         if (r < 0)
                 return log_error_errno(r, "Cannot print the result: %m");

@@ -5,8 +5,11 @@
  *   ENTER_FD_FILTER  a pipe holding the final seccomp stage as raw struct sock_filter instructions;
  *   ENTER_FD_CODE    the code pipe, moved to CODE_FD only after the final stage is installed, so that
  *                    the bootstrap cannot read code unless the final stage is active (fail closed);
- *   ENTER_FD_ACK     one byte ENTER_ACK written once the final stage is active, then closed: the parent
- *                    treats a run without it as a sandbox failure. */
+ *   ENTER_FD_ACK     an EnterAck written once the final stage is active, then closed: the parent treats
+ *                    a run without it as a sandbox failure. Its time tells how long the interpreter's
+ *                    start took (bench/). */
+
+#include <stdint.h>
 
 #define CODE_FD 3
 #define ENTER_FD_FILTER 4
@@ -14,3 +17,9 @@
 #define ENTER_FD_ACK 6
 #define ENTER_FD_FIRST_FREE 7
 #define ENTER_ACK 'K'
+
+typedef struct EnterAck {
+        char tag; /* ENTER_ACK */
+        char reserved[7];
+        uint64_t usec; /* CLOCK_MONOTONIC when the final stage became active */
+} EnterAck;

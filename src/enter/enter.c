@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "enter-protocol.h"
@@ -26,7 +27,8 @@ __attribute__((constructor)) static void enter_final_stage(void) {
         static struct sock_filter filter[BPF_MAXINSNS];
         struct sock_fprog prog;
         size_t size = 0;
-        char ack = ENTER_ACK;
+        EnterAck ack = { .tag = ENTER_ACK };
+        struct timespec ts;
 
         for (;;) {
                 ssize_t n = read(ENTER_FD_FILTER, (char *) filter + size, sizeof(filter) - size);
@@ -55,7 +57,9 @@ __attribute__((constructor)) static void enter_final_stage(void) {
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
                 enter_fail("cannot install the final filter");
 
-        if (write(ENTER_FD_ACK, &ack, 1) != 1)
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO */
+        ack.usec = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+        if (write(ENTER_FD_ACK, &ack, sizeof(ack)) != (ssize_t) sizeof(ack))
                 _exit(125); /* the parent is gone or the ack pipe broken: nothing may run */
         (void) close(ENTER_FD_ACK);
         (void) unsetenv("LD_PRELOAD"); /* user code sees the environment the run was given */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "creds.h"
@@ -17,6 +18,12 @@
 #include "rlimits.h"
 #include "rootfs.h"
 #include "seccomp.h"
+
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no syscall, so the exec filter allows it */
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+}
 
 static const char *const step_names[_CHILD_STEP_MAX] = {
         [CHILD_STEP_SYNC] = "sync",         [CHILD_STEP_ROOTFS] = "rootfs",
@@ -34,7 +41,7 @@ const char *child_step_to_string(ChildStep step) {
 
 static void child_failed(int status_fd, ChildStep step, int error) __attribute__((noreturn));
 static void child_failed(int status_fd, ChildStep step, int error) {
-        ChildFailure f = { .step = step, .error = error };
+        ChildReport f = { .kind = CHILD_REPORT_FAILURE, .step = step, .error = error };
         (void) !write(status_fd, &f, sizeof(f)); /* if even this fails, the parent sees exit 127 */
         _exit(127);
 }
@@ -65,6 +72,7 @@ static int place_fds(int code_fd, int filter_fd, int ack_fd, int out_fd, int err
 }
 
 void child_run(const RunPlan *plan) {
+        ChildReport timing = { .kind = CHILD_REPORT_TIMING };
         int status_fd, sync_fd, code_fd, filter_fd, ack_fd, out_fd, err_fd;
         char byte;
         int r;
@@ -91,11 +99,13 @@ void child_run(const RunPlan *plan) {
 
         if (sethostname("sandbox", strlen("sandbox")) < 0)
                 child_failed(status_fd, CHILD_STEP_HOSTNAME, -errno);
+        timing.root_done_usec = monotonic_usec();
 
         /* The parent moves us into the run's cgroup while we built the root; EOF means it died. */
         if (read(sync_fd, &byte, 1) != 1)
                 child_failed(status_fd, CHILD_STEP_SYNC, -EPIPE);
         (void) close(sync_fd);
+        timing.sync_done_usec = monotonic_usec();
 
         /* Now that we are inside the run's cgroup, make it the root of what the run can see. */
         if (unshare(CLONE_NEWCGROUP) < 0)
@@ -116,6 +126,10 @@ void child_run(const RunPlan *plan) {
         r = seccomp_install(plan->exec_stage); /* last, as in bubblewrap: it only covers what follows */
         if (r < 0)
                 child_failed(status_fd, CHILD_STEP_SECCOMP, r);
+
+        /* write is in the exec stage (the interpreter needs it); a lost record only loses timings. */
+        timing.creds_done_usec = monotonic_usec();
+        (void) !write(status_fd, &timing, sizeof(timing));
 
         execve(plan->exec_path, plan->argv, plan->envp);
         child_failed(status_fd, CHILD_STEP_EXEC, -errno);

@@ -26,12 +26,22 @@ typedef enum ChildStep {
 
 const char *child_step_to_string(ChildStep step);
 
-/* What the child reports on its status pipe when a step fails; nothing is written on success (the pipe
- * is close-on-exec, so the parent reads EOF once the interpreter is executing). */
-typedef struct ChildFailure {
-        int32_t step;  /* ChildStep */
-        int32_t error; /* negative errno */
-} ChildFailure;
+/* What the child reports on its status pipe (close-on-exec, so the parent reads EOF once the interpreter
+ * is executing): a failed step, or right before execve() the CLOCK_MONOTONIC times of its own steps. */
+typedef enum ChildReportKind {
+        CHILD_REPORT_FAILURE,
+        CHILD_REPORT_TIMING,
+} ChildReportKind;
+
+typedef struct ChildReport {
+        int32_t kind;  /* ChildReportKind */
+        int32_t step;  /* ChildStep, for CHILD_REPORT_FAILURE */
+        int32_t error; /* negative errno, for CHILD_REPORT_FAILURE */
+        int32_t reserved;
+        uint64_t root_done_usec;  /* the root is ready (mounts, pivot_root) */
+        uint64_t sync_done_usec;  /* the parent has put us into the scope or cgroup */
+        uint64_t creds_done_usec; /* rlimits, credentials, capabilities, no_new_privs, exec filter */
+} ChildReport;
 
 typedef struct RunPlan {
         /* root (rootfs.c): all paths are absolute host paths, computed by the parent */

@@ -126,7 +126,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
 
                 if (p[SLOT_PID].revents) {
                         exited = true;
-                        exit_usec = now_usec();
+                        exit_usec = rep.exit_usec = now_usec();
                         p[SLOT_PID].fd = -1;      /* owned by the caller */
                         if (p[SLOT_CODE].fd >= 0) /* nobody will read the rest */
                                 p[SLOT_CODE].fd = safe_close(p[SLOT_CODE].fd);
@@ -141,25 +141,32 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                 }
 
                 if (p[SLOT_STATUS].fd >= 0 && p[SLOT_STATUS].revents) {
-                        ChildFailure f;
+                        ChildReport f;
                         ssize_t n = read(p[SLOT_STATUS].fd, &f, sizeof(f));
-                        if (n == (ssize_t) sizeof(f)) {
+                        if (n == (ssize_t) sizeof(f) && f.kind == CHILD_REPORT_FAILURE) {
                                 rep.setup_failed = true;
                                 rep.failed_step = f.step;
                                 rep.failed_error = f.error;
-                        } else if (n == 0)
+                        } else if (n == (ssize_t) sizeof(f) && f.kind == CHILD_REPORT_TIMING) {
+                                rep.child_root_usec = f.root_done_usec;
+                                rep.child_sync_usec = f.sync_done_usec;
+                                rep.child_creds_usec = f.creds_done_usec;
+                        } else if (n == 0 && !rep.setup_failed)
                                 rep.exec_usec = now_usec();
-                        if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+                        /* A report is written in one piece (< PIPE_BUF): only EOF or an error ends it. */
+                        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
                                 p[SLOT_STATUS].fd = safe_close(p[SLOT_STATUS].fd);
                 }
 
                 if (p[SLOT_ACK].fd >= 0 && p[SLOT_ACK].revents) {
-                        char c;
-                        ssize_t n = read(p[SLOT_ACK].fd, &c, 1);
-                        if (n == 1 && c == ENTER_ACK)
+                        EnterAck ack;
+                        ssize_t n = read(p[SLOT_ACK].fd, &ack, sizeof(ack));
+                        if (n == (ssize_t) sizeof(ack) && ack.tag == ENTER_ACK) {
                                 rep.acked = true;
-                        if (n <= 0 && (n == 0 || (errno != EAGAIN && errno != EINTR)))
-                                p[SLOT_ACK].fd = safe_close(p[SLOT_ACK].fd);
+                                rep.ack_usec = ack.usec;
+                        }
+                        if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+                                p[SLOT_ACK].fd = safe_close(p[SLOT_ACK].fd); /* one ack, then EOF */
                 }
 
                 for (int i = SLOT_STDOUT; i <= SLOT_STDERR; i++) {
@@ -169,6 +176,8 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                         if (p[i].fd < 0 || !p[i].revents)
                                 continue;
                         k = collect(p[i].fd, buf, cap);
+                        if (rep.first_output_usec == 0 && buf->len > 0)
+                                rep.first_output_usec = now_usec();
                         if (k < 0) {
                                 r = k;
                                 break;

@@ -18,7 +18,7 @@ typedef struct OutputBuffer {
 typedef struct OutputFds {
         int pidfd;     /* the run's PID 1 */
         int code_fd;   /* write end; closed by the pump when the code is written */
-        int status_fd; /* read end: ChildFailure, or EOF at execve() */
+        int status_fd; /* read end: ChildReport(s), then EOF at execve() */
         int ack_fd;    /* read end: ENTER_ACK */
         int stdout_fd, stderr_fd;
 } OutputFds;
@@ -31,7 +31,12 @@ typedef struct OutputReport {
         int32_t failed_step;   /* ChildStep */
         int32_t failed_error;  /* negative errno */
         bool acked;            /* the enter library installed the final stage */
-        uint64_t exec_usec;    /* CLOCK_MONOTONIC when the status pipe closed (the exec), 0 if never */
+        /* CLOCK_MONOTONIC, 0 when it never happened */
+        uint64_t child_root_usec, child_sync_usec, child_creds_usec; /* from the child's timing report */
+        uint64_t exec_usec;         /* the status pipe closed: the interpreter is executing */
+        uint64_t ack_usec;          /* the final stage is installed: user code is next (the child's clock) */
+        uint64_t first_output_usec; /* the first byte on stdout or stderr */
+        uint64_t exit_usec;         /* PID 1 of the run exited */
 } OutputReport;
 
 /* fds are consumed (closed). deadline_usec is CLOCK_MONOTONIC. */

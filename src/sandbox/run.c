@@ -305,7 +305,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         OutputReport rep = { 0 };
         const Runtime *rt;
         const char *interpreter;
-        uint64_t start, timeout;
+        uint64_t start, timeout, t_uid = 0, t_cgroup = 0, t_clone = 0, t_spawned = 0, t_released = 0;
         struct rusage ru;
         RunFacts facts = { 0 };
         uint64_t oom = 0, peak = 0;
@@ -328,6 +328,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
 
         /* Step 2: a UID of the pool; it also owns the run's cgroup name. */
         r = uidpool_take(cfg->state_dir, cfg->uid_min, cfg->uid_max, &lease);
+        t_uid = now_usec();
         if (r < 0)
                 return fail(reterr, "uid", r, cfg->state_dir);
 
@@ -342,6 +343,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 if (r < 0)
                         return fail(reterr, "cgroup", r, NULL);
         }
+        t_cgroup = now_usec();
         r = run_id_make(out_id);
         if (r < 0)
                 return fail(reterr, "init", r, NULL);
@@ -400,6 +402,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
         if (!req->network)
                 flags |= CLONE_NEWNET;
+        t_clone = now_usec();
         pid = clone_child(flags);
         if (pid < 0) {
                 r = -errno;
@@ -425,6 +428,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 r = fail(reterr, "spawn", -errno, NULL);
         else {
                 /* Step 4: into the scope or cgroup, then let the child go on to user code. */
+                t_spawned = now_usec();
                 r = attach(sb, cg, out_id, pid, &limits, reterr);
                 if (r >= 0 && write(pipes.fds[PIPE_SYNC][1], "1", 1) != 1)
                         r = fail(reterr, "sync", -errno, NULL);
@@ -446,6 +450,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 .stdout_fd = TAKE_FD(pipes.fds[PIPE_STDOUT][0]),
                 .stderr_fd = TAKE_FD(pipes.fds[PIPE_STDERR][0]),
         };
+        t_released = now_usec();
         r = output_pump(&ofds, req->code, req->code_len, cfg->output_max, start + timeout, &rep);
         if (wait4(pid, &status, 0, &ru) < 0 && r >= 0)
                 r = -errno;
@@ -487,7 +492,6 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 .exit_code = result_exit_code(&facts),
                 .stdout_truncated = rep.out.truncated,
                 .stderr_truncated = rep.err.truncated,
-                .duration_usec = now_usec() - start,
                 .cpu_usec = cpu,
                 .memory_peak = peak > 0 ? peak : (uint64_t) ru.ru_maxrss * 1024ULL,
                 .uid = lease->uid,
@@ -502,6 +506,9 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 return fail(reterr, "result", r, NULL);
         }
         memcpy(out.id, out_id, sizeof(out.id));
+        uint64_t rep_root = rep.child_root_usec, rep_sync = rep.child_sync_usec,
+                 rep_creds = rep.child_creds_usec, rep_ack = rep.ack_usec, rep_first = rep.first_output_usec,
+                 rep_exit = rep.exit_usec;
         output_report_done(&rep);
         r = result_format_error(out.result, out.exit_code, out.stderr_text, &out.error);
         if (r < 0) {
@@ -509,7 +516,24 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 return fail(reterr, "result", r, NULL);
         }
 
-        /* Step 11: the cgroup and the UID go with the cleanup attributes, in that order. */
+        /* Step 11: the cgroup, then the UID (the cleanup attributes would do the same on every error path).
+         */
+        cg = cgroup_run_destroy(cg);
+        lease = uidpool_release(lease);
+        uint64_t end = now_usec();
+        out.duration_usec = end - start;
+        out.timing = (RunTiming){
+                .uid = t_uid - start,
+                .cgroup = t_cgroup - t_uid,
+                .spawn = t_spawned - t_clone,
+                .attach = t_released - t_spawned,
+                .root = rep_root > t_clone ? rep_root - t_clone : 0,
+                .creds_seccomp = rep_creds > rep_sync && rep_sync > 0 ? rep_creds - rep_sync : 0,
+                .interpreter = rep_ack > rep_creds && rep_creds > 0 ? rep_ack - rep_creds : 0,
+                .first_output = rep_first > rep_ack && rep_ack > 0 ? rep_first - rep_ack : 0,
+                .user_code = rep_exit > rep_ack && rep_ack > 0 ? rep_exit - rep_ack : 0,
+                .cleanup = rep_exit > 0 && end > rep_exit ? end - rep_exit : 0,
+        };
         *ret = out;
         return 0;
 }

@@ -27,6 +27,21 @@ typedef struct RunRequest {
 
 #define RUN_ID_LEN 32
 
+/* Where a run's time went, in microseconds (DESIGN §3 steps; bench/ and `difysandbox run --timing`).
+ * The child builds its root while the parent sets up the scope or cgroup, so root and attach overlap. */
+typedef struct RunTiming {
+        uint64_t uid;           /* taking a UID of the pool */
+        uint64_t cgroup;        /* creating the standalone cgroup (0 under systemd) */
+        uint64_t spawn;         /* clone() into the new namespaces, pidfd */
+        uint64_t attach;        /* into the scope (systemd job) or cgroup, until the child is released */
+        uint64_t root;          /* in the child: from clone to the root being ready */
+        uint64_t creds_seccomp; /* in the child: rlimits, credentials, capabilities, exec filter */
+        uint64_t interpreter;   /* execve() to the final stage installed: the interpreter's start */
+        uint64_t first_output;  /* final stage to the first output byte (0 without output) */
+        uint64_t user_code;     /* final stage to the exit of the run's PID 1 */
+        uint64_t cleanup;       /* reaping, removing the cgroup, releasing the UID */
+} RunTiming;
+
 typedef struct RunOutput {
         char id[RUN_ID_LEN + 1]; /* hex: the scope's name and the journal record's DIFYSANDBOX_RUN_ID */
         RunResult result;
@@ -38,6 +53,7 @@ typedef struct RunOutput {
         uint64_t cpu_usec;      /* user + system of the whole run */
         uint64_t memory_peak;   /* bytes, 0 when the cgroup cannot tell */
         uid_t uid;
+        RunTiming timing;
 } RunOutput;
 
 /* Why a run could not be made: the step (a ChildStep name or one of the parent's: "uid", "cgroup",

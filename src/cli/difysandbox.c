@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "sandbox/run.h"
+#include "worker/serve.h"
 
 DEFINE_POINTER_CLEANUP(json_object *, json_object_put);
 DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
@@ -26,9 +27,11 @@ DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
 static void help(void) {
         printf("Usage: difysandbox [--config FILE] run --language python3|nodejs [--network]\n"
                "                       [--timeout SEC] [--memory BYTES] [--timing] [FILE|-]\n"
+               "       difysandbox [--config FILE] serve --listen HOST:PORT\n"
                "       difysandbox check-config [--show-secrets] [FILE]\n"
                "\n"
                "run           run one Python 3 or Node.js snippet in the sandbox, print one JSON object\n"
+               "serve         serve the HTTP API on HOST:PORT, one worker process per connection\n"
                "check-config  validate a configuration and print the effective values\n"
                "\n"
                "See difysandbox(8) and difysandbox.conf(5).\n");
@@ -292,6 +295,50 @@ static int load_config(Config *cfg, const char *file) {
         return r;
 }
 
+/* `serve --listen ADDR [--config FILE]`: the HTTP service where systemd is not PID 1 (DESIGN §2). */
+static int verb_serve(Config *cfg, int argc, char **argv) {
+        static const struct option options[] = {
+                { "listen", required_argument, NULL, 'l' },
+                { "config", required_argument, NULL, 'c' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *listen_addr = NULL, *config_file = NULL;
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "l:c:h", options, NULL)) >= 0)
+                switch (c) {
+                case 'l':
+                        listen_addr = optarg;
+                        break;
+                case 'c':
+                        config_file = optarg;
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                default:
+                        return -EINVAL;
+                }
+        if (!listen_addr) {
+                log_error("Missing --listen: expected HOST:PORT, [IPV6]:PORT or :PORT, e.g. 127.0.0.1:8194");
+                return -EINVAL;
+        }
+        if (optind < argc) {
+                log_error("Unexpected argument '%s'", argv[optind]);
+                return -EINVAL;
+        }
+        if (config_file) {
+                /* serve's own --config means what the global one does: FILE alone, then the environment */
+                config_done(cfg);
+                r = load_config(cfg, config_file);
+                if (r < 0)
+                        return r;
+        }
+        return serve_main(cfg, listen_addr);
+}
+
 int main(int argc, char **argv) {
         Config cfg;
         int r;
@@ -324,6 +371,8 @@ int main(int argc, char **argv) {
 
         if (strcmp(argv[1], "run") == 0)
                 r = verb_run(&cfg, argc - 1, argv + 1);
+        else if (strcmp(argv[1], "serve") == 0)
+                r = verb_serve(&cfg, argc - 1, argv + 1);
         else {
                 log_error("Unknown command '%s'; see difysandbox --help", argv[1]);
                 r = -EINVAL;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -29,8 +30,8 @@ static const char *const step_names[_CHILD_STEP_MAX] = {
         [CHILD_STEP_SYNC] = "sync",         [CHILD_STEP_ROOTFS] = "rootfs",
         [CHILD_STEP_HOSTNAME] = "hostname", [CHILD_STEP_CGROUPNS] = "cgroupns",
         [CHILD_STEP_FDS] = "fds",           [CHILD_STEP_RLIMITS] = "rlimits",
-        [CHILD_STEP_CREDS] = "credentials", [CHILD_STEP_SECCOMP] = "seccomp",
-        [CHILD_STEP_EXEC] = "exec",
+        [CHILD_STEP_CREDS] = "credentials", [CHILD_STEP_SIGNALS] = "signals",
+        [CHILD_STEP_SECCOMP] = "seccomp",   [CHILD_STEP_EXEC] = "exec",
 };
 
 const char *child_step_to_string(ChildStep step) {
@@ -40,6 +41,30 @@ const char *child_step_to_string(ChildStep step) {
 }
 
 static void child_failed(int status_fd, ChildStep step, int error) __attribute__((noreturn));
+static int parent_death_kills_us(int status_fd) {
+        struct pollfd p = { .fd = status_fd, .events = POLLOUT };
+
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                return -errno;
+        if (poll(&p, 1, 0) < 0)
+                return -errno;
+        if (p.revents & (POLLERR | POLLHUP))
+                return -ESRCH; /* no reader: the parent is gone */
+        return 0;
+}
+
+static int signals_reset(void) {
+        struct sigaction sa = { .sa_handler = SIG_DFL };
+        sigset_t none;
+
+        for (int sig = 1; sig < _NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void) sigaction(sig, &sa, NULL); /* EINVAL for glibc's reserved ones only */
+        if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+                return -errno;
+        return 0;
+}
+
 static void child_failed(int status_fd, ChildStep step, int error) {
         ChildReport f = { .kind = CHILD_REPORT_FAILURE, .step = step, .error = error };
         (void) !write(status_fd, &f, sizeof(f)); /* if even this fails, the parent sees exit 127 */
@@ -122,6 +147,16 @@ void child_run(const RunPlan *plan) {
         r = creds_drop(plan->uid, plan->gid, plan->no_caps); /* ends with no_new_privs */
         if (r < 0)
                 child_failed(status_fd, CHILD_STEP_CREDS, r);
+
+        /* The UID change cleared the parent-death signal: set it again, then make sure the parent did
+         * not die in between (its end of the status pipe would be gone). */
+        r = parent_death_kills_us(status_fd);
+        if (r < 0)
+                child_failed(status_fd, CHILD_STEP_CREDS, r);
+
+        r = signals_reset(); /* no blocked or ignored signal of the worker's reaches the interpreter */
+        if (r < 0)
+                child_failed(status_fd, CHILD_STEP_SIGNALS, r);
 
         r = seccomp_install(plan->exec_stage); /* last, as in bubblewrap: it only covers what follows */
         if (r < 0)

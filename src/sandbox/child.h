@@ -19,6 +19,7 @@ typedef enum ChildStep {
         CHILD_STEP_FDS,      /* stdio and the enter library's fds in place, nothing else inherited */
         CHILD_STEP_RLIMITS,  /* CPU time, open files, tasks, file size, core dumps */
         CHILD_STEP_CREDS,    /* bounding set, setgroups → setgid → setuid, capabilities, no_new_privs */
+        CHILD_STEP_SIGNALS,  /* default dispositions and an empty mask for the interpreter */
         CHILD_STEP_SECCOMP,  /* the exec stage of the filter */
         CHILD_STEP_EXEC,     /* execve() of the interpreter inside the root */
         _CHILD_STEP_MAX,

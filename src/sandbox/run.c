@@ -480,8 +480,12 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         facts = (RunFacts){
                 .wait_status = status,
                 .timed_out = rep.timed_out,
-                .cpu_limit_hit = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
-                                 cpu + 10000 >= plan.cpu_seconds * 1000000ULL,
+                /* Nothing inside the run's PID namespace can SIGKILL its PID 1; so a SIGKILL we did not
+                 * send is the kernel's: RLIMIT_CPU, or the OOM killer. Standalone, the cgroup tells
+                 * which; in a scope (gone by now) the CPU time used does. */
+                .cpu_limit_hit = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !rep.timed_out &&
+                                 !rep.output_truncated &&
+                                 (cg ? oom == 0 : cpu + 250000 >= plan.cpu_seconds * 1000000ULL),
                 .output_truncated = rep.output_truncated,
                 .oom_kills = oom,
                 .oom_unobservable = !cg,

@@ -1,5 +1,7 @@
 /* admit: see admit.h. */
 
+#include "admit.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -10,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "admit.h"
 #include "common/cleanup.h"
 #include "common/config.h"
 
@@ -71,8 +72,11 @@ int admit_open(const Config *cfg, Admit **ret) {
         admit = calloc(1, sizeof(*admit));
         if (!admit)
                 return -ENOMEM;
-        *admit = (Admit){ .dir_fd = -EBADF, .requests_fd = -EBADF, .workers_fd = -EBADF,
-                          .max_requests = cfg->max_requests, .max_workers = cfg->max_workers };
+        *admit = (Admit){ .dir_fd = -EBADF,
+                          .requests_fd = -EBADF,
+                          .workers_fd = -EBADF,
+                          .max_requests = cfg->max_requests,
+                          .max_workers = cfg->max_workers };
 
         if (mkdir(cfg->state_dir, 0755) < 0 && errno != EEXIST)
                 return -errno;
@@ -104,7 +108,8 @@ Admit *admit_free(Admit *admit) {
 }
 
 uint64_t admit_wait_usec(const Config *cfg) {
-        uint64_t wait = cfg->worker_timeout_usec > UINT64_MAX / 2 ? UINT64_MAX : cfg->worker_timeout_usec * 2;
+        uint64_t wait =
+                cfg->worker_timeout_usec > UINT64_MAX / 2 ? UINT64_MAX : cfg->worker_timeout_usec * 2;
 
         return wait < 10 * USEC_PER_SEC ? 10 * USEC_PER_SEC : wait;
 }
@@ -259,7 +264,8 @@ static int worker_slot_wait(Admit *admit, uint64_t deadline, int *ret_fd, unsign
                 now = now_usec();
                 if (now >= deadline)
                         return -ETIMEDOUT;
-                nap = timespec_from_usec(deadline - now < POLL_INTERVAL_USEC ? deadline - now : POLL_INTERVAL_USEC);
+                nap = timespec_from_usec(deadline - now < POLL_INTERVAL_USEC ? deadline - now
+                                                                             : POLL_INTERVAL_USEC);
                 (void) nanosleep(&nap, NULL); /* EINTR only shortens the nap */
         }
 }
@@ -278,7 +284,8 @@ int admit_take(Admit *admit, uint64_t wait_usec, AdmitTicket **ret) {
         *ticket = (AdmitTicket){ .request_fd = -EBADF, .worker_fd = -EBADF };
 
         /* In flight, or refused at once. */
-        r = slot_take_any(admit->requests_fd, admit->max_requests, &ticket->request_fd, &ticket->request_slot);
+        r = slot_take_any(admit->requests_fd, admit->max_requests, &ticket->request_fd,
+                          &ticket->request_slot);
         if (r < 0)
                 return r;
 

@@ -15,7 +15,11 @@
  * the last waiter it conflicts with, and an unlock wakes only the first), so waiters get the queue lock
  * in arrival order. Two cases break the order: a newcomer that calls flock() in the instant between an
  * unlock and the woken waiter's retry takes the free lock first, and a waiter that gives up at its
- * deadline leaves the chain (those behind it keep their order). Close to FIFO, not a guarantee. */
+ * deadline leaves the chain (those behind it keep their order). Close to FIFO, not a guarantee.
+ *
+ * A lock belongs to the open file description, so a process forked while a ticket is held holds its
+ * slots too, until it exits or execs (the fds are O_CLOEXEC): fork only children that exec or die with
+ * the holder, as the sandbox's do. */
 
 #include <stdint.h>
 

@@ -11,6 +11,8 @@
  *   503  -503 "Too many requests": max_requests in flight, or no worker slot within the queue's bound.
  * http.c adds 413 (-400 "request body too large"). */
 
+#include "api.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -30,10 +32,10 @@
 #include <json-c/json.h>
 
 #include "admit.h"
-#include "api.h"
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "sandbox/run.h"
 
 #ifndef LIBEXECDIR
@@ -51,12 +53,11 @@
 #define RUNTIME_METADATA_MAX (16U << 20)
 #define STDERR_TAIL_MAX 8192U
 
+_Static_assert(RUN_ID_LEN < sizeof(((ApiFacts *) NULL)->run_id), "ApiFacts.run_id holds a run id");
+
 DEFINE_POINTER_CLEANUP(json_object *, json_object_put);
 DEFINE_POINTER_CLEANUP(json_tokener *, json_tokener_free);
-DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
-DEFINE_POINTER_CLEANUP(Admit *, admit_free);
 DEFINE_POINTER_CLEANUP(AdmitTicket *, admit_release);
-DEFINE_POINTER_CLEANUP(Api *, api_free);
 
 struct Api {
         const Config *cfg;
@@ -151,85 +152,65 @@ static int reply_json(ApiResponse *resp, unsigned status, json_object *o) {
         return 0;
 }
 
-/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no surrogates, nothing
- * above U+10FFFF), 0 when there is none. */
-static size_t utf8_sequence_len(const unsigned char *s, size_t left) {
-        unsigned char c = s[0];
+/* A JSON string of s (len bytes, NUL bytes included). Text that is not UTF-8 (a helper's stderr) has its
+ * invalid sequences replaced by U+FFFD, as upstream's Go encoder does, so the answer is always valid
+ * JSON that Dify can decode. */
+static json_object *json_string_utf8(const char *s, size_t len) {
+        _cleanup_free_ char *clean = NULL;
+        size_t clean_len;
 
-        if (c < 0x80)
-                return 1;
-        if (c >= 0xC2 && c <= 0xDF)
-                return left >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
-        if (c >= 0xE0 && c <= 0xEF) {
-                if (left < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80)
-                        return 0;
-                if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F))
-                        return 0; /* overlong; surrogate */
-                return 3;
-        }
-        if (c >= 0xF0 && c <= 0xF4) {
-                if (left < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
-                        return 0;
-                if ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))
-                        return 0; /* overlong; above U+10FFFF */
-                return 4;
+        if (!s)
+                s = "";
+        if (len > INT_MAX)
+                return NULL;
+        if (utf8_is_valid(s, len))
+                return json_object_new_string_len(s, (int) len);
+        if (utf8_sanitize(s, len, &clean, &clean_len) < 0 || clean_len > INT_MAX)
+                return NULL;
+        return json_object_new_string_len(clean, (int) clean_len);
+}
+
+static int json_add_int(json_object *o, const char *key, int value) {
+        json_object *v = json_object_new_int(value);
+
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
         }
         return 0;
 }
 
-/* A JSON string holding s, where every byte that is not part of well-formed UTF-8 becomes U+FFFD, as
- * upstream's Go encoder does: whatever a run prints, the answer is valid JSON that Dify can decode. */
-static json_object *json_string_utf8(const char *s) {
-        static const char replacement[] = "\xEF\xBF\xBD";
-        const unsigned char *u = (const unsigned char *) (s ? s : "");
-        _cleanup_free_ char *clean = NULL;
-        size_t len = strlen((const char *) u), bad = 0, j = 0;
+static int json_add_string_utf8(json_object *o, const char *key, const char *value, size_t len) {
+        json_object *v = json_string_utf8(value, len);
 
-        for (size_t i = 0; i < len;) {
-                size_t n = utf8_sequence_len(u + i, len - i);
-                bad += n == 0;
-                i += n == 0 ? 1 : n;
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
         }
-        if (bad == 0)
-                return json_object_new_string_len((const char *) u, (int) len);
-        if (len > (SIZE_MAX - 1) / 3)
-                return NULL;
-
-        clean = malloc(len + 2 * bad + 1);
-        if (!clean)
-                return NULL;
-        for (size_t i = 0; i < len;) {
-                size_t n = utf8_sequence_len(u + i, len - i);
-                if (n == 0) {
-                        memcpy(clean + j, replacement, 3);
-                        j += 3;
-                        i++;
-                } else {
-                        memcpy(clean + j, u + i, n);
-                        j += n;
-                        i += n;
-                }
-        }
-        return json_object_new_string_len(clean, (int) j);
+        return 0;
 }
 
 /* {"code":code,"message":message,"data":data}; takes data (NULL prints null). */
-static int reply_envelope(ApiResponse *resp, unsigned status, int code, const char *message, json_object *data) {
+static int reply_envelope(ApiResponse *resp, unsigned status, int code, const char *message,
+                          json_object *data) {
         _cleanup_(json_object_putp) json_object *o = NULL, *d = data;
-        json_object *m;
+        int r;
 
         o = json_object_new_object();
         if (!o)
                 return -ENOMEM;
-        if (json_object_object_add(o, "code", json_object_new_int(code)) < 0)
+        r = json_add_int(o, "code", code);
+        if (r >= 0)
+                r = json_add_string_utf8(o, "message", message, strlen(message));
+        if (r < 0)
+                return r;
+        if (json_object_object_add(o, "data", d) < 0)
                 return -ENOMEM;
-        m = json_string_utf8(message);
-        if (!m || json_object_object_add(o, "message", m) < 0) {
-                json_object_put(m);
-                return -ENOMEM;
-        }
-        if (json_object_object_add(o, "data", TAKE_PTR(d)) < 0)
-                return -ENOMEM;
+        (void) TAKE_PTR(d); /* o owns it now */
         resp->facts.code = code;
         return reply_json(resp, status, o);
 }
@@ -271,6 +252,11 @@ static int reply_text(ApiResponse *resp, unsigned status, const char *text) {
         resp->body = body;
         resp->body_len = strlen(body);
         return 0;
+}
+
+/* For helpers that answer on behalf of their caller: 1 once the answer is made, or the error. */
+static int answered(int r) {
+        return r < 0 ? r : 1;
 }
 
 int api_error(unsigned status, int code, const char *message, ApiResponse *ret) {
@@ -379,6 +365,10 @@ static int json_parse_body(const ApiRequest *req, json_object **ret, const char 
                 *reterr_message = "request body too large";
                 return -EBADMSG;
         }
+        if (!utf8_is_valid(body, len)) { /* strict: json-c's own check lets overlong forms through */
+                *reterr_message = "request body is not valid UTF-8";
+                return -EBADMSG;
+        }
         if (has_bare_single_quote(body, len)) {
                 *reterr_message = "request body is not valid JSON: unexpected character";
                 return -EBADMSG;
@@ -460,19 +450,19 @@ static int run_params_bind(json_object *body, RunParams *p, ApiResponse *resp) {
 
         r = json_field_string(body, "language", &p->language, &p->language_len);
         if (r == -EINVAL)
-                return reply_error(resp, 400, -400, "language must be a string") ?: 1;
+                return answered(reply_error(resp, 400, -400, "language must be a string"));
         if (r < 0 || p->language_len == 0)
-                return reply_error(resp, 400, -400, "language is required") ?: 1;
+                return answered(reply_error(resp, 400, -400, "language is required"));
 
         r = json_field_string(body, "code", &p->code, &p->code_len);
         if (r == -EINVAL)
-                return reply_error(resp, 400, -400, "code must be a string") ?: 1;
+                return answered(reply_error(resp, 400, -400, "code must be a string"));
         if (r < 0 || p->code_len == 0)
-                return reply_error(resp, 400, -400, "code is required") ?: 1;
+                return answered(reply_error(resp, 400, -400, "code is required"));
 
         r = json_field_string(body, "preload", &p->preload, &p->preload_len);
         if (r == -EINVAL)
-                return reply_error(resp, 400, -400, "preload must be a string") ?: 1;
+                return answered(reply_error(resp, 400, -400, "preload must be a string"));
         if (r < 0) {
                 p->preload = "";
                 p->preload_len = 0;
@@ -480,7 +470,7 @@ static int run_params_bind(json_object *body, RunParams *p, ApiResponse *resp) {
 
         r = json_field_bool(body, "enable_network", &p->network);
         if (r == -EINVAL)
-                return reply_error(resp, 400, -400, "enable_network must be a boolean") ?: 1;
+                return answered(reply_error(resp, 400, -400, "enable_network must be a boolean"));
         if (r < 0)
                 p->network = false;
         return 0;
@@ -522,21 +512,20 @@ static int run_code_assemble(const Config *cfg, const RunParams *p, char **ret, 
 
 static int run_data(const RunOutput *out, json_object **ret) {
         _cleanup_(json_object_putp) json_object *d = json_object_new_object();
-        json_object *v;
+        int r;
 
         if (!d)
                 return -ENOMEM;
-        v = json_string_utf8(out->stdout_text);
-        if (!v || json_object_object_add(d, "stdout", v) < 0)
-                return json_object_put(v), -ENOMEM;
-        v = json_string_utf8(out->stderr_text);
-        if (!v || json_object_object_add(d, "stderr", v) < 0)
-                return json_object_put(v), -ENOMEM;
-        v = json_string_utf8(out->error);
-        if (!v || json_object_object_add(d, "error", v) < 0)
-                return json_object_put(v), -ENOMEM;
-        if (json_object_object_add(d, "exit_code", json_object_new_int(out->exit_code)) < 0)
-                return -ENOMEM;
+        /* The engine's texts are UTF-8 already; the outputs may hold NUL bytes, hence their lengths. */
+        r = json_add_string_utf8(d, "stdout", out->stdout_text, out->stdout_len);
+        if (r >= 0)
+                r = json_add_string_utf8(d, "stderr", out->stderr_text, out->stderr_len);
+        if (r >= 0)
+                r = json_add_string_utf8(d, "error", out->error, out->error ? strlen(out->error) : 0);
+        if (r >= 0)
+                r = json_add_int(d, "exit_code", out->exit_code);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(d);
         return 0;
 }
@@ -552,27 +541,30 @@ static int run_admit(Api *api, AdmitTicket **ret, ApiResponse *resp) {
                 if (r < 0) {
                         log_error_errno(r, "Cannot open the admission state in '%s/admission': %m",
                                         cfg->state_dir);
-                        return reply_errorf(resp, 200, -500, "cannot open the admission state in '%s/admission': %s",
-                                            cfg->state_dir, strerror(-r)) ?: 1;
+                        return answered(reply_errorf(resp, 200, -500,
+                                                     "cannot open the admission state in '%s/admission': %s",
+                                                     cfg->state_dir, strerror(-r)));
                 }
         }
 
         r = admit_take(api->admit, wait, ret);
         if (r == -EBUSY) {
-                log_warning("Refusing a run: %" PRIu32 " requests (max_requests) are in flight", cfg->max_requests);
-                return reply_error(resp, 503, -503, "Too many requests") ?: 1;
+                log_warning("Refusing a run: %" PRIu32 " requests (max_requests) are in flight",
+                            cfg->max_requests);
+                return answered(reply_error(resp, 503, -503, "Too many requests"));
         }
         if (r == -ETIMEDOUT) {
                 /* Overload as well, answered the same way so that clients and balancers retry it alike. */
-                log_warning("Refusing a run: no worker slot (max_workers=%" PRIu32 ") came free within %" PRIu64
-                            " s",
+                log_warning("Refusing a run: no worker slot (max_workers=%" PRIu32
+                            ") came free within %" PRIu64 " s",
                             cfg->max_workers, wait / USEC_PER_SEC);
-                return reply_error(resp, 503, -503, "Too many requests") ?: 1;
+                return answered(reply_error(resp, 503, -503, "Too many requests"));
         }
         if (r < 0) {
                 log_error_errno(r, "Cannot take an admission slot in '%s/admission': %m", cfg->state_dir);
-                return reply_errorf(resp, 200, -500, "cannot take an admission slot in '%s/admission': %s",
-                                    cfg->state_dir, strerror(-r)) ?: 1;
+                return answered(reply_errorf(resp, 200, -500,
+                                             "cannot take an admission slot in '%s/admission': %s",
+                                             cfg->state_dir, strerror(-r)));
         }
         return 0;
 }
@@ -614,7 +606,8 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
                 return reply_error(resp, 400, -400, "unsupported language");
         resp->facts.language = language_to_string(language);
         if (p.network && !cfg->enable_network)
-                return reply_error(resp, 200, -400, "network is disabled, please enable it in the configuration");
+                return reply_error(resp, 200, -400,
+                                   "network is disabled, please enable it in the configuration");
 
         r = run_code_assemble(cfg, &p, &code, &run.code_len);
         if (r < 0)
@@ -639,7 +632,9 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
                 }
         }
 
-        run = (RunRequest){ .language = language, .code = code, .code_len = run.code_len, .network = p.network };
+        run = (RunRequest){
+                .language = language, .code = code, .code_len = run.code_len, .network = p.network
+        };
         r = sandbox_run(api->sandbox, &run, &out, &failure);
         ticket = admit_release(ticket); /* the slots go as soon as the run is over, not with the answer */
         if (r < 0) {
@@ -649,14 +644,25 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
         }
 
         resp->facts.ran = true;
+        (void) snprintf(resp->facts.run_id, sizeof(resp->facts.run_id), "%s", out.id);
         resp->facts.result = run_result_to_string(out.result);
         resp->facts.exit_code = out.exit_code;
         resp->facts.run_usec = out.duration_usec;
         resp->facts.cpu_usec = out.cpu_usec;
         resp->facts.memory_peak = out.memory_peak;
         resp->facts.uid = (uint32_t) out.uid;
-        resp->facts.stdout_bytes = out.stdout_text ? strlen(out.stdout_text) : 0;
-        resp->facts.stderr_bytes = out.stderr_text ? strlen(out.stderr_text) : 0;
+        resp->facts.stdout_bytes = out.stdout_len;
+        resp->facts.stderr_bytes = out.stderr_len;
+        log_run_record(&(RunRecord){ .id = out.id,
+                                     .language = resp->facts.language,
+                                     .result = resp->facts.result,
+                                     .exit_code = out.exit_code,
+                                     .duration_usec = out.duration_usec,
+                                     .cpu_usec = out.cpu_usec,
+                                     .memory_peak = out.memory_peak,
+                                     .uid = out.uid,
+                                     .stdout_bytes = out.stdout_len,
+                                     .stderr_bytes = out.stderr_len });
 
         r = run_data(&out, &data);
         run_output_done(&out);
@@ -720,7 +726,8 @@ static int dependencies_list(const Config *cfg, Language language, json_object *
         list = json_object_new_array();
         if (!list)
                 return -ENOMEM;
-        if (asprintf(&path, "%s/%s/current/" RUNTIME_METADATA, cfg->runtime_dir, language_to_string(language)) < 0)
+        if (asprintf(&path, "%s/%s/current/" RUNTIME_METADATA, cfg->runtime_dir,
+                     language_to_string(language)) < 0)
                 return -ENOMEM;
 
         r = read_file_max(path, RUNTIME_METADATA_MAX, &text, &len);
@@ -747,7 +754,8 @@ static int dependencies_list(const Config *cfg, Language language, json_object *
                 _cleanup_(json_object_putp) json_object *dep = NULL;
                 json_object *pkg = json_object_array_get_idx(packages, i), *name = NULL, *version = NULL;
 
-                if (!json_object_object_get_ex(pkg, "name", &name) || !json_object_is_type(name, json_type_string) ||
+                if (!json_object_object_get_ex(pkg, "name", &name) ||
+                    !json_object_is_type(name, json_type_string) ||
                     !json_object_object_get_ex(pkg, "version", &version) ||
                     !json_object_is_type(version, json_type_string)) {
                         *reterr_path = TAKE_PTR(path);
@@ -758,7 +766,7 @@ static int dependencies_list(const Config *cfg, Language language, json_object *
                     json_object_object_add(dep, "version", json_object_get(version)) < 0 ||
                     json_object_array_add(list, dep) < 0)
                         return -ENOMEM;
-                TAKE_PTR(dep);
+                (void) TAKE_PTR(dep);
         }
         *ret = TAKE_PTR(list);
         return 0;
@@ -927,7 +935,9 @@ static int prepare_runtime_run(const Config *cfg, Language language, Tail *tail,
                         (void) kill(-pid, SIGKILL); /* its process group: pip or dpkg helpers included */
                         break;
                 }
-                p = poll(&pfd, 1, (int) ((deadline - now + 999) / 1000 > INT_MAX ? INT_MAX : (deadline - now + 999) / 1000));
+                p = poll(&pfd, 1,
+                         (int) ((deadline - now + 999) / 1000 > INT_MAX ? INT_MAX
+                                                                        : (deadline - now + 999) / 1000));
                 if (p < 0 && errno != EINTR) {
                         int r = -errno;
                         (void) kill(-pid, SIGKILL);
@@ -1000,13 +1010,15 @@ static int dependencies_rebuild(Api *api, const ApiRequest *req, ApiResponse *re
                 log_error("Preparing the %s runtime failed with status %i: %s", name, status, line);
                 if (*line)
                         return reply_error(resp, 200, -500, line);
-                return reply_errorf(resp, 200, -500, PREPARE_RUNTIME " %s exited with status %i", name, status);
+                return reply_errorf(resp, 200, -500, PREPARE_RUNTIME " %s exited with status %i", name,
+                                    status);
         }
         if (r == -ETIMEDOUT) {
                 log_error("Preparing the %s runtime did not finish within %" PRIu64 " s, killed", name,
                           PREPARE_TIMEOUT_USEC / USEC_PER_SEC);
-                return reply_errorf(resp, 200, -500, "preparing the %s runtime did not finish within %" PRIu64 " s",
-                                    name, PREPARE_TIMEOUT_USEC / USEC_PER_SEC);
+                return reply_errorf(resp, 200, -500,
+                                    "preparing the %s runtime did not finish within %" PRIu64 " s", name,
+                                    PREPARE_TIMEOUT_USEC / USEC_PER_SEC);
         }
         if (r < 0) {
                 log_error_errno(r, "Cannot run '" PREPARE_RUNTIME "': %m");

@@ -25,7 +25,8 @@ typedef struct ApiRequest {
 typedef struct ApiFacts {
         const char *route; /* the table's path, or NULL for an unknown route */
         int code;          /* the envelope's code; 0 without an envelope */
-        bool ran;          /* the fields below hold a finished run */
+        bool ran;          /* the fields below hold a finished run (language also for a refused one) */
+        char run_id[40];   /* the run's hex id, DIFYSANDBOX_RUN_ID of its own record */
         const char *language, *result;
         int exit_code;
         uint64_t run_usec, cpu_usec, memory_peak, queued_usec;

@@ -17,6 +17,8 @@
  *     byte is dropped, however steadily it trickles in; an answer not taken by the client within 60 s
  *     likewise. The loop tracks the phase of the connection's one request to enforce this. */
 
+#include "http.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +46,6 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/parse.h"
-#include "http.h"
 
 #define USEC_PER_SEC UINT64_C(1000000)
 #define USEC_PER_MSEC UINT64_C(1000)
@@ -158,7 +159,8 @@ static bool journal_wanted(void) {
 
 /* The request's journal record: typed fields an operator can query, never code or output (only their
  * sizes). Without journald, one line on stderr with the same facts. */
-static void request_log(const Http *h, const Request *rq, unsigned status, enum MHD_RequestTerminationCode toe) {
+static void request_log(const Http *h, const Request *rq, unsigned status,
+                        enum MHD_RequestTerminationCode toe) {
         const ApiFacts *f = &rq->resp.facts;
         const char *route = f->route ? f->route : "unknown", *term = termination_to_string(toe);
         uint64_t duration = now_usec() - rq->start_usec;
@@ -166,35 +168,39 @@ static void request_log(const Http *h, const Request *rq, unsigned status, enum 
         if (journal_wanted()) {
                 if (f->ran)
                         (void) sd_journal_send(
-                                "MESSAGE=%s %s: %u, code %i, %s in %" PRIu64 " ms", rq->method, route, status,
-                                f->code, f->result, duration / USEC_PER_MSEC,
-                                "MESSAGE_ID=" MESSAGE_REQUEST_FINISHED_STR, "PRIORITY=%i", LOG_INFO, "METHOD=%s",
-                                rq->method, "ROUTE=%s", route, "STATUS=%u", status, "CODE=%i", f->code,
-                                "DURATION_USEC=%" PRIu64, duration, "PEER=%s", h->peer, "REQUEST=%u", rq->number,
-                                "TERMINATION=%s", term, "LANGUAGE=%s", f->language, "RESULT=%s", f->result,
+                                "MESSAGE=%s %s: %u, code %i, %s in %" PRIu64 " ms", rq->method, route,
+                                status, f->code, f->result, duration / USEC_PER_MSEC,
+                                "MESSAGE_ID=" MESSAGE_REQUEST_FINISHED_STR, "PRIORITY=%i", LOG_INFO,
+                                "METHOD=%s", rq->method, "ROUTE=%s", route, "STATUS=%u", status, "CODE=%i",
+                                f->code, "DURATION_USEC=%" PRIu64, duration, "PEER=%s", h->peer,
+                                "REQUEST=%u", rq->number, "TERMINATION=%s", term, "DIFYSANDBOX_RUN_ID=%s",
+                                f->run_id, "LANGUAGE=%s", f->language, "RESULT=%s", f->result,
                                 "EXIT_CODE=%i", f->exit_code, "RUN_DURATION_USEC=%" PRIu64, f->run_usec,
                                 "CPU_USEC=%" PRIu64, f->cpu_usec, "MEMORY_PEAK=%" PRIu64, f->memory_peak,
                                 "UID=%" PRIu32, f->uid, "QUEUED_USEC=%" PRIu64, f->queued_usec,
                                 "WORKER_SLOT=%u", f->worker_slot, "CODE_BYTES=%zu", f->code_bytes,
-                                "STDOUT_BYTES=%zu", f->stdout_bytes, "STDERR_BYTES=%zu", f->stderr_bytes, NULL);
+                                "STDOUT_BYTES=%zu", f->stdout_bytes, "STDERR_BYTES=%zu", f->stderr_bytes,
+                                NULL);
                 else
-                        (void) sd_journal_send("MESSAGE=%s %s: %u, code %i", rq->method, route, status, f->code,
-                                               "MESSAGE_ID=" MESSAGE_REQUEST_FINISHED_STR, "PRIORITY=%i", LOG_INFO,
-                                               "METHOD=%s", rq->method, "ROUTE=%s", route, "STATUS=%u", status,
-                                               "CODE=%i", f->code, "DURATION_USEC=%" PRIu64, duration,
-                                               "PEER=%s", h->peer, "REQUEST=%u", rq->number, "TERMINATION=%s",
-                                               term, NULL);
+                        (void) sd_journal_send("MESSAGE=%s %s: %u, code %i", rq->method, route, status,
+                                               f->code, "MESSAGE_ID=" MESSAGE_REQUEST_FINISHED_STR,
+                                               "PRIORITY=%i", LOG_INFO, "METHOD=%s", rq->method, "ROUTE=%s",
+                                               route, "STATUS=%u", status, "CODE=%i", f->code,
+                                               "DURATION_USEC=%" PRIu64, duration, "PEER=%s", h->peer,
+                                               "REQUEST=%u", rq->number, "TERMINATION=%s", term, NULL);
                 return;
         }
 
         if (f->ran)
                 log_info("METHOD=%s ROUTE=%s STATUS=%u CODE=%i DURATION_USEC=%" PRIu64 " PEER=%s REQUEST=%u "
-                         "TERMINATION=%s LANGUAGE=%s RESULT=%s EXIT_CODE=%i RUN_DURATION_USEC=%" PRIu64
-                         " CPU_USEC=%" PRIu64 " MEMORY_PEAK=%" PRIu64 " UID=%" PRIu32 " QUEUED_USEC=%" PRIu64
+                         "TERMINATION=%s DIFYSANDBOX_RUN_ID=%s LANGUAGE=%s RESULT=%s EXIT_CODE=%i "
+                         "RUN_DURATION_USEC=%" PRIu64 " CPU_USEC=%" PRIu64 " MEMORY_PEAK=%" PRIu64
+                         " UID=%" PRIu32 " QUEUED_USEC=%" PRIu64
                          " WORKER_SLOT=%u CODE_BYTES=%zu STDOUT_BYTES=%zu STDERR_BYTES=%zu",
-                         rq->method, route, status, f->code, duration, h->peer, rq->number, term, f->language,
-                         f->result, f->exit_code, f->run_usec, f->cpu_usec, f->memory_peak, f->uid,
-                         f->queued_usec, f->worker_slot, f->code_bytes, f->stdout_bytes, f->stderr_bytes);
+                         rq->method, route, status, f->code, duration, h->peer, rq->number, term, f->run_id,
+                         f->language, f->result, f->exit_code, f->run_usec, f->cpu_usec, f->memory_peak,
+                         f->uid, f->queued_usec, f->worker_slot, f->code_bytes, f->stdout_bytes,
+                         f->stderr_bytes);
         else
                 log_info("METHOD=%s ROUTE=%s STATUS=%u CODE=%i DURATION_USEC=%" PRIu64
                          " PEER=%s REQUEST=%u TERMINATION=%s",
@@ -250,10 +256,11 @@ static enum MHD_Result respond(Http *h, struct MHD_Connection *connection, ApiRe
         enum MHD_Result ret;
 
         if (resp->body) {
-                response = MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
+                response =
+                        MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
                 if (!response)
                         return MHD_NO;
-                TAKE_PTR(resp->body); /* libmicrohttpd free()s it with the response */
+                (void) TAKE_PTR(resp->body); /* libmicrohttpd free()s it with the response */
         } else {
                 response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
                 if (!response)
@@ -333,8 +340,10 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connecti
                 rq->headers_seen = true;
                 (void) snprintf(rq->method, sizeof(rq->method), "%s", method);
 
-                length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-                if (!MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) &&
+                length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+                if (!MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_TRANSFER_ENCODING) &&
                     (!length || (parse_uint64(length, &n) >= 0 && n == 0)))
                         return MHD_YES; /* no body: answered at once by the call below, keep-alive intact */
 
@@ -387,7 +396,7 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connecti
         r = api_handle(h->api, &req, &rq->resp);
         (void) MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, IDLE_TIMEOUT_SEC);
         if (r < 0) {
-                log_error_errno(r, "Cannot answer %s %s from %s: %m", rq->method, url, h->peer);
+                log_error_errno(r, "Cannot answer %s '%s' from %s: %m", rq->method, url, h->peer);
                 return MHD_NO;
         }
         return respond(h, connection, &rq->resp, /* close= */ false);
@@ -402,7 +411,8 @@ static int connections_open(struct MHD_Daemon *daemon) {
 
 static int timeout_msec(struct MHD_Daemon *daemon, uint64_t limit_usec) {
         MHD_UNSIGNED_LONG_LONG mhd;
-        uint64_t ms = limit_usec == UINT64_MAX ? UINT64_MAX : (limit_usec + USEC_PER_MSEC - 1) / USEC_PER_MSEC;
+        uint64_t ms =
+                limit_usec == UINT64_MAX ? UINT64_MAX : (limit_usec + USEC_PER_MSEC - 1) / USEC_PER_MSEC;
 
         if (MHD_get_timeout(daemon, &mhd) == MHD_YES && mhd < ms)
                 ms = mhd;
@@ -419,7 +429,8 @@ static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_m
                          * are let in here only: nothing is in progress, so ending is harmless. */
                         struct pollfd pfd = { .fd = h->fd, .events = POLLIN };
                         int ms = timeout_msec(daemon, UINT64_MAX), p;
-                        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
+                        struct timespec ts = { .tv_sec = ms / 1000,
+                                               .tv_nsec = (long) (ms % 1000) * 1000000L };
 
                         p = ppoll(&pfd, 1, ms < 0 ? NULL : &ts, idle_mask);
                         if (p < 0 && errno != EINTR)
@@ -428,8 +439,8 @@ static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_m
                         if (p > 0)
                                 phase_enter(h, PHASE_RECEIVING);
                         if (MHD_run(daemon) != MHD_YES)
-                                return log_error_errno(-EIO, "libmicrohttpd failed on the connection from %s",
-                                                       h->peer);
+                                return log_error_errno(
+                                        -EIO, "libmicrohttpd failed on the connection from %s", h->peer);
                         continue;
                 }
 
@@ -441,7 +452,8 @@ static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_m
                         return 0;
                 }
                 if (MHD_run_wait(daemon, timeout_msec(daemon, h->phase_start + limit - now)) != MHD_YES)
-                        return log_error_errno(-EIO, "libmicrohttpd failed on the connection from %s", h->peer);
+                        return log_error_errno(-EIO, "libmicrohttpd failed on the connection from %s",
+                                               h->peer);
         }
         return 0;
 }
@@ -475,13 +487,15 @@ int http_serve_connection(const Config *cfg, int fd) {
                 return log_error_errno(r, "Cannot set up the API: %m");
         h.api = api;
 
-        daemon = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle_request, &h,
-                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) HEADERS_MAX,
-                                  MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_SEC, MHD_OPTION_URI_LOG_CALLBACK,
-                                  request_started, &h, MHD_OPTION_NOTIFY_COMPLETED, request_completed, &h,
+        daemon = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                                  handle_request, &h, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                  (size_t) HEADERS_MAX, MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_SEC,
+                                  MHD_OPTION_URI_LOG_CALLBACK, request_started, &h,
+                                  MHD_OPTION_NOTIFY_COMPLETED, request_completed, &h,
                                   MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL, MHD_OPTION_END);
         if (!daemon)
-                return log_error_errno(-EIO, "Cannot start libmicrohttpd for the connection from %s", h.peer);
+                return log_error_errno(-EIO, "Cannot start libmicrohttpd for the connection from %s",
+                                       h.peer);
 
         if (MHD_add_connection(daemon, TAKE_FD(conn_fd), (const struct sockaddr *) &ss, ss_len) != MHD_YES)
                 return log_error_errno(-errno, "Cannot serve the connection from %s: %m", h.peer);

@@ -1,5 +1,7 @@
 /* serve: see serve.h. */
 
+#include "serve.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -23,7 +25,6 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "http.h"
-#include "serve.h"
 
 #define USEC_PER_SEC UINT64_C(1000000)
 /* Workers alive at once; more connections wait in the listen backlog until one ends. (systemd's socket
@@ -70,7 +71,8 @@ static void workers_reap(Workers *w) {
                         i++;
                         continue;
                 }
-                if (p > 0 && WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM && WTERMSIG(status) != SIGINT)
+                if (p > 0 && WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM &&
+                    WTERMSIG(status) != SIGINT)
                         log_warning("Worker %i was killed by signal %i", (int) p, WTERMSIG(status));
                 w->pids[i] = w->pids[--w->n]; /* reaped, or not our child (ECHILD): forget it */
         }
@@ -145,7 +147,8 @@ static int listen_on(const struct addrinfo *ai, bool dual_stack) {
                 return -errno;
         if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
                 return -errno;
-        if (ai->ai_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)) < 0)
+        if (ai->ai_family == AF_INET6 &&
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)) < 0)
                 return -errno;
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0)
                 return -errno;
@@ -159,7 +162,8 @@ static int listen_on(const struct addrinfo *ai, bool dual_stack) {
 static int listen_open(const char *addr, int *ret_fd, char *ret_bound, size_t bound_size) {
         _cleanup_(freeaddrinfop) struct addrinfo *list = NULL;
         _cleanup_free_ char *host = NULL;
-        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+        struct addrinfo hints = { .ai_family = AF_UNSPEC,
+                                  .ai_socktype = SOCK_STREAM,
                                   .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
         struct sockaddr_storage ss = { 0 };
         socklen_t ss_len = sizeof(ss);
@@ -171,13 +175,13 @@ static int listen_open(const char *addr, int *ret_fd, char *ret_bound, size_t bo
         if (r == -ENOMEM)
                 return log_error_errno(r, "Cannot parse the listen address: %m");
         if (r < 0)
-                return log_error_errno(r, "Invalid listen address '%s': expected HOST:PORT, [IPV6]:PORT or :PORT",
-                                       addr);
+                return log_error_errno(
+                        r, "Invalid listen address '%s': expected HOST:PORT, [IPV6]:PORT or :PORT", addr);
         (void) snprintf(port_text, sizeof(port_text), "%u", (unsigned) port);
         r = getaddrinfo(host, port_text, &hints, &list);
         if (r != 0)
-                return log_error_errno(r == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL, "Cannot resolve '%s': %s", addr,
-                                       gai_strerror(r));
+                return log_error_errno(r == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL, "Cannot resolve '%s': %s",
+                                       addr, gai_strerror(r));
 
         for (int pass = 0; pass < 2 && fd < 0; pass++)
                 for (const struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
@@ -245,7 +249,8 @@ static int accept_one(const Config *cfg, int listen_fd, int signal_fd, const sig
         if (conn_fd < 0) {
                 if (accept_error_transient(errno))
                         return 0;
-                log_warning_errno(-errno, "Cannot accept a connection, pausing for %i ms: %m", ACCEPT_BACKOFF_MSEC);
+                log_warning_errno(-errno, "Cannot accept a connection, pausing for %i ms: %m",
+                                  ACCEPT_BACKOFF_MSEC);
                 return 1;
         }
 
@@ -326,8 +331,9 @@ int serve_main(Config *cfg, const char *listen_addr) {
         if (r < 0)
                 return r;
 
-        if (sigemptyset(&handled) < 0 || sigaddset(&handled, SIGCHLD) < 0 || sigaddset(&handled, SIGTERM) < 0 ||
-            sigaddset(&handled, SIGINT) < 0 || sigprocmask(SIG_BLOCK, &handled, &old_mask) < 0)
+        if (sigemptyset(&handled) < 0 || sigaddset(&handled, SIGCHLD) < 0 ||
+            sigaddset(&handled, SIGTERM) < 0 || sigaddset(&handled, SIGINT) < 0 ||
+            sigprocmask(SIG_BLOCK, &handled, &old_mask) < 0)
                 return log_error_errno(-errno, "Cannot block signals: %m");
         signal_fd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
         if (signal_fd < 0) {

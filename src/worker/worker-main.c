@@ -16,18 +16,17 @@
 #include <systemd/sd-daemon.h>
 
 #include "common/cleanup.h"
+#include "common/config-file.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "worker/http.h"
-#ifdef HAVE_CONFIG_LOAD
-#include "common/config-file.h"
-#endif
 
 static void help(void) {
         printf("Usage: difysandbox-worker [--config FILE]\n"
                "\n"
                "Serves one HTTP connection of difysandbox.socket (Accept=yes): the connection is fd 0\n"
-               "(StandardInput=socket) or the one socket passed with LISTEN_FDS. Not for interactive use.\n");
+               "(StandardInput=socket) or the one socket passed with LISTEN_FDS. Not for interactive "
+               "use.\n");
 }
 
 static bool same_file(int a, int b) {
@@ -73,33 +72,23 @@ static int connection_take(int *ret_fd) {
         return 0;
 }
 
+/* Defaults, then FILE alone (--config) or the main file and its drop-ins, then the environment. */
 static int config_setup(Config *cfg, const char *file) {
+        _cleanup_(config_error_done) ConfigError error = { 0 };
         int r;
 
         r = config_init_defaults(cfg);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the configuration: %m");
-#ifdef HAVE_CONFIG_LOAD
-        ConfigError error = { 0 };
-
-        /* --config FILE stands alone, as in `difysandbox check-config FILE`: no drop-ins. */
         r = config_load(cfg, file, file ? "" : NULL, environ, &error);
         if (r < 0) {
                 if (error.message)
-                        log_error_errno(r, "Refusing the configuration: %s", error.message);
+                        log_error("Invalid configuration: %s", error.message);
                 else
-                        log_error_errno(r, "Refusing the configuration: %m");
-                config_error_done(&error);
+                        log_error_errno(r, "Cannot load the configuration: %m");
                 config_done(cfg);
-                return r;
         }
-#else
-        /* CONFIG LOAD CALL SITE: config_load() (src/common/config-file.c) is not in libdifysandbox yet, so the
-         * worker runs on the defaults; src/worker/meson.build defines HAVE_CONFIG_LOAD once it is. */
-        if (file)
-                log_warning("Ignoring --config '%s': this build cannot read configuration files yet", file);
-#endif
-        return 0;
+        return r;
 }
 
 int main(int argc, char **argv) {
@@ -133,8 +122,8 @@ int main(int argc, char **argv) {
 
         r = connection_take(&fd);
         if (r < 0) {
-                log_error_errno(r, "No connection to serve on fd 0 or in LISTEN_FDS (run from difysandbox.socket "
-                                   "with Accept=yes): %m");
+                log_error_errno(
+                        r, "No connection on fd 0 or in LISTEN_FDS (start me from difysandbox.socket): %m");
                 return EXIT_FAILURE;
         }
 

@@ -335,10 +335,10 @@ static int child_int80_probe(void *userdata) {
 }
 #endif
 
-static int child_getitimer(void *userdata) {
-        struct itimerval it;
+static int child_getcpu(void *userdata) {
+        unsigned cpu = 0;
 
-        return syscall(SYS_getitimer, ITIMER_REAL, &it) == 0 ? CHILD_OK : CHILD_UNEXPECTED;
+        return syscall(SYS_getcpu, &cpu, NULL, NULL) == 0 ? CHILD_OK : CHILD_UNEXPECTED;
 }
 
 /* The ioctl children get a pipe's read end: a terminal request on it fails with ENOTTY if the filter
@@ -574,7 +574,7 @@ static void test_extra_never_allow_refused(void **state) {
         never = seccomp_never_allow(&n);
         for (size_t i = 0; i < n; i++)
                 for (SeccompStage s = 0; s < _SECCOMP_STAGE_MAX; s++) {
-                        char *extra[] = { (char *) "getitimer", (char *) never[i], NULL };
+                        char *extra[] = { (char *) "getcpu", (char *) never[i], NULL };
                         SeccompProgram *p = NULL;
                         int r;
 
@@ -604,14 +604,14 @@ static void test_extra_unknown_refused(void **state) {
 static void test_extra_allows(void **state) {
         Programs *progs = get_programs(state);
         _cleanup_(seccomp_program_freep) SeccompProgram *p = NULL;
-        char *extra[] = { (char *) "getitimer", NULL };
+        char *extra[] = { (char *) "getcpu", NULL };
 
-        /* getitimer is in no table: killed ... */
-        assert_killed_by_sigsys(run_child(progs->final[LANGUAGE_PYTHON3][false], child_getitimer, NULL),
-                                "getitimer without allowed_syscalls");
+        /* getcpu is in no table: killed ... */
+        assert_killed_by_sigsys(run_child(progs->final[LANGUAGE_PYTHON3][false], child_getcpu, NULL),
+                                "getcpu without allowed_syscalls");
         /* ... until the operator allows it */
         p = compile(LANGUAGE_PYTHON3, false, SECCOMP_STAGE_FINAL, extra);
-        assert_exited_ok(run_child(p, child_getitimer, NULL), "getitimer with allowed_syscalls");
+        assert_exited_ok(run_child(p, child_getcpu, NULL), "getcpu with allowed_syscalls");
         /* and nothing else got through with it */
         assert_killed_by_sigsys(run_child(p, child_execve_true, NULL), "execve with allowed_syscalls");
 }
@@ -625,8 +625,8 @@ static void test_extra_duplicate_of_table_row(void **state) {
         p = compile(LANGUAGE_NODEJS, false, SECCOMP_STAGE_FINAL, extra);
         assert_killed_by_sigsys(run_child(p, child_execve_true, NULL), "execve");
         assert_exited_ok(run_child(p, child_socket_inet_eacces, NULL), "socket(AF_INET) → EACCES");
-        assert_killed_by_sigsys(run_child(progs->final[LANGUAGE_NODEJS][false], child_getitimer, NULL),
-                                "getitimer");
+        assert_killed_by_sigsys(run_child(progs->final[LANGUAGE_NODEJS][false], child_getcpu, NULL),
+                                "getcpu");
 }
 
 /* allowed_syscalls widens the list (DESIGN §3.7), but a name whose row filters arguments must not turn

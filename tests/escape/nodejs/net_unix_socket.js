@@ -1,0 +1,12 @@
+// expect-result: ok
+// options: --network
+// attack: with --network, AF_UNIX must still be refused (host abstract sockets)
+const MARK = 'DIFYSANDBOX-' + 'ESCAPED';
+const net = require('net');
+const srv = net.createServer();
+srv.on('listening', () => { console.log(MARK, 'AF_UNIX listening'); srv.close(); });
+srv.on('error', (e) => console.log('listen denied:', e.code));
+srv.listen('/tmp/s.sock');
+const c = net.connect('\0difysandbox-escape-test');
+c.on('connect', () => { console.log(MARK, 'connected to an abstract socket'); c.destroy(); });
+c.on('error', (e) => console.log('connect denied:', e.code));

@@ -1,0 +1,23 @@
+# expect-result: seccomp
+# attack: capset (syscall 126) asking for every capability
+import ctypes, os, sys
+MARK = 'DIFYSANDBOX-' + 'ESCAPED'
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+
+def sc(nr, *args):
+    """Raw syscall; ints are passed as full 64-bit longs."""
+    conv = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *conv)
+    return r, ctypes.get_errno()
+
+hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)
+data = (ctypes.c_uint32 * 6)(*([0xffffffff] * 6))
+
+print('calling', flush=True)
+r, err = sc(126, ctypes.byref(hdr), ctypes.byref(data))
+print('returned', r, 'errno', err, os.strerror(err) if err else '', flush=True)
+if r == 0:
+    print(MARK)

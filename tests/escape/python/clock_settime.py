@@ -1,0 +1,22 @@
+# expect-result: seccomp
+# attack: clock_settime with an invalid clock (syscall 227): can only fail
+import ctypes, os, sys
+MARK = 'DIFYSANDBOX-' + 'ESCAPED'
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+
+def sc(nr, *args):
+    """Raw syscall; ints are passed as full 64-bit longs."""
+    conv = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *conv)
+    return r, ctypes.get_errno()
+
+ts = (ctypes.c_long * 2)(0, 0)
+
+print('calling', flush=True)
+r, err = sc(227, 1234, ctypes.byref(ts))
+print('returned', r, 'errno', err, os.strerror(err) if err else '', flush=True)
+if r == 0:
+    print(MARK)

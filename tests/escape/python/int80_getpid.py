@@ -1,0 +1,31 @@
+# expect-result: seccomp
+# attack: i386 int 0x80 getpid (eax=20) from an RWX page
+import ctypes, os, sys
+MARK = 'DIFYSANDBOX-' + 'ESCAPED'
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+
+def sc(nr, *args):
+    """Raw syscall; ints are passed as full 64-bit longs."""
+    conv = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *conv)
+    return r, ctypes.get_errno()
+
+import mmap
+
+
+def machine_code(hexcode):
+    """Puts x86-64 machine code into an anonymous RWX page and returns it as a C function -> long."""
+    page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    page.write(bytes.fromhex(hexcode))
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    fn = ctypes.CFUNCTYPE(ctypes.c_long)(addr)
+    fn.page = page  # keep the mapping alive
+    return fn
+
+fn = machine_code('b814000000cd804863c0c3')  # mov eax,20; int 0x80; movsxd rax,eax; ret
+print('calling', flush=True)
+r = fn()
+print(MARK, 'int 0x80 returned', r)

@@ -1,0 +1,13 @@
+# expect-result: ok
+# options: --network
+# attack: with --network, a raw AF_INET socket needs CAP_NET_RAW
+import os, sys
+MARK = 'DIFYSANDBOX-' + 'ESCAPED'
+
+import socket
+for fam in (socket.AF_INET, socket.AF_INET6):
+    try:
+        socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_RAW if fam == socket.AF_INET else 58)
+        print(MARK, 'raw socket of family', fam)
+    except OSError as e:
+        print(fam, 'denied:', e)

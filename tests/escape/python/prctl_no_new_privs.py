@@ -1,0 +1,20 @@
+# expect-result: seccomp
+# attack: prctl(PR_GET_NO_NEW_PRIVS) must say 1 and PR_SET_NO_NEW_PRIVS cannot be unset (prctl itself is not allowed)
+import ctypes, os, sys
+MARK = 'DIFYSANDBOX-' + 'ESCAPED'
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+
+def sc(nr, *args):
+    """Raw syscall; ints are passed as full 64-bit longs."""
+    conv = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *conv)
+    return r, ctypes.get_errno()
+
+print('calling', flush=True)
+r, err = sc(157, 39, 0, 0, 0, 0)
+print('returned', r, 'errno', err, os.strerror(err) if err else '', flush=True)
+if r == 0 or sc(157, 38, 0, 0, 0, 0)[0] == 0:
+    print(MARK)

@@ -1,0 +1,57 @@
+"""The escape corpus (tests/escape, see its README): every case runs through the real sandbox.
+
+A case fails if the marker shows up in the run's output, if the result is not one its header allows, if the
+JSON breaks the result contract, or if the run left anything on the host: a process with a pool UID, a
+run-* cgroup, a held UID lock, a mount, a file in a runtime tree's tmp directory.
+"""
+
+import re
+
+import pytest
+
+from conftest import (MARKER, RESULTS, contract_problems, host_snapshot, leftovers, load_corpus,
+                      run_snippet)
+
+CASES = load_corpus()
+
+# A case that may be killed prints the line "calling" right before its attack: a kill must come after it,
+# or the case died of something else and its attack was never tried.
+CALLING = re.compile(r"^\s*(print\('calling', flush=True\)|console\.log\('calling'\);)$", re.M)
+
+
+def test_corpus_is_well_formed():
+    assert len([c for c in CASES if c.language == 'python3']) >= 50
+    assert len([c for c in CASES if c.language == 'nodejs']) >= 20
+    bad = []
+    for c in CASES:
+        if not c.expect or not c.expect <= RESULTS | {'any'}:
+            bad.append(f'{c.id}: expect-result {sorted(c.expect)}')
+        if not c.attack:
+            bad.append(f'{c.id}: no attack line')
+        if MARKER in c.code:
+            bad.append(f'{c.id}: the marker is written literally (echoing the source would print it)')
+        if 'MARK' not in c.code and 'DIFYSANDBOX-' not in c.code and c.expect != {'ok'}:
+            bad.append(f'{c.id}: never prints the marker')
+        if 'seccomp' in c.expect and not CALLING.search(c.code):
+            bad.append(f'{c.id}: may be killed but prints no "calling" line right before its attack')
+    assert not bad, '\n'.join(bad)
+
+
+@pytest.mark.parametrize('case', CASES, ids=[c.id for c in CASES])
+def test_escape(case):
+    before = host_snapshot()
+    res = run_snippet(case.code, case.language, case.options)
+    after = host_snapshot()
+
+    problems = []
+    if MARKER in res.raw_stdout or MARKER in res.raw_stderr:
+        problems.append(f'ESCAPED: the marker was printed ({case.attack})')
+    if 'any' not in case.expect and res['result'] not in case.expect:
+        problems.append(f'result {res["result"]!r}, expected one of {sorted(case.expect)}')
+    if res['result'] == 'seccomp' and CALLING.search(case.code):
+        last = res['stdout'].rstrip('\n').rpartition('\n')[2]
+        if last != 'calling':
+            problems.append('killed before its attack was tried (the last line of stdout is not "calling")')
+    problems += contract_problems(res)
+    problems += leftovers(before, after, res['uid'])
+    assert not problems, f'{case.id}: ' + '\n'.join(problems) + res.show()

@@ -65,7 +65,12 @@ def test_two_gib_allocation_is_stopped_by_memory_max(container):
 
 
 def test_cpu_quota_throttles_a_spinning_run(container):
-    t, box = in_background("import time\nend = time.time() + 2.5\nwhile time.time() < end: pass\n")
+    # Two threads spinning for 2.5 s want two CPUs; CPUQuota=100% (the default) allows one.
+    spin = ("const { Worker } = require('worker_threads');\n"
+            "const loop = 'const end = Date.now() + 2500; while (Date.now() < end) {}';\n"
+            "new Worker(loop, { eval: true });\n"
+            "eval(loop);\n")
+    t, box = in_background(spin, language="nodejs")
     scope = wait_for_scope(container)
     time.sleep(1.5)
     # cgroup v1 here (cpu controller), v2 on pure hosts: read whichever holds the scope.

@@ -56,8 +56,9 @@ def request(method, path, body=None, key=KEY, timeout=30):
 
 
 def run(code, language="python3", timeout=60):
+    # Dify's own request shape: it always sends preload and enable_network=true.
     status, body = request("POST", "/v1/sandbox/run",
-                           {"language": language, "code": code, "enable_network": False},
+                           {"language": language, "code": code, "preload": "", "enable_network": True},
                            timeout=timeout)
     assert status == 200, body
     envelope = json.loads(body)

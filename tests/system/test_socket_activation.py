@@ -83,6 +83,23 @@ def test_cpu_quota_throttles_a_spinning_run(container):
     assert throttled > 0, stat
 
 
+def test_timeout_stops_the_whole_scope(container):
+    # A thread that would outlive the deadline: the whole scope must go, not just the main thread.
+    code = ("import threading, time\n"
+            "threading.Thread(target=time.sleep, args=(60,)).start()\n"
+            "time.sleep(60)\n")
+    started = time.time()
+    data = run(code)
+    assert time.time() - started < 20
+    assert "error: timeout" in data["error"], data
+    deadline = time.time() + 10
+    while scopes(container) and time.time() < deadline:
+        time.sleep(0.2)
+    assert scopes(container) == []
+    left = container.sh("ps -eo uid= | awk '$1 >= 10000 && $1 <= 10999' | wc -l").stdout.strip()
+    assert left == "0", f"{left} processes with a pool UID remain"
+
+
 def test_no_scope_remains_after_runs(container):
     for _ in range(3):
         assert run("print(1)")["stdout"] == "1\n"

@@ -108,6 +108,17 @@ static void test_classify_sandbox_facts(void **state) {
         assert_int_equal(result_classify(&f), RUN_RESULT_MEMORY);
         assert_int_equal(result_exit_code(&f), 137);
 
+        /* In a systemd scope the cgroup is gone before it can be read: a SIGKILL nobody else explains
+         * is the OOM killer's; any other death is not. */
+        f = (RunFacts){ .wait_status = killed, .oom_unobservable = true };
+        assert_int_equal(result_classify(&f), RUN_RESULT_MEMORY);
+        f = (RunFacts){ .wait_status = killed, .oom_unobservable = true, .cpu_limit_hit = true };
+        assert_int_equal(result_classify(&f), RUN_RESULT_TIMEOUT);
+        f = (RunFacts){ .wait_status = status_exited(1), .oom_unobservable = true };
+        assert_int_equal(result_classify(&f), RUN_RESULT_ERROR);
+        f = (RunFacts){ .wait_status = killed };
+        assert_int_equal(result_classify(&f), RUN_RESULT_ERROR);
+
         f = (RunFacts){ .wait_status = killed, .output_truncated = true };
         assert_int_equal(result_classify(&f), RUN_RESULT_OUTPUT_TRUNCATED);
         f = (RunFacts){ .wait_status = status_exited(0), .output_truncated = true };

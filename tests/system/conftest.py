@@ -70,6 +70,8 @@ def run(code, language="python3", timeout=60):
 def container():
     if os.geteuid() != 0:
         pytest.fail("system tests need root (they boot systemd in a container)")
+    if not os.path.isfile(TOOL):
+        pytest.fail(f"no {TOOL}: the shared folder must sit beside the checkout (or set SYSTEMD_CONTAINER)")
     if not os.path.exists(os.path.join(BUILD, "build.ninja")):
         pytest.fail(f"no build in {BUILD}: run ./scripts/test, which builds first")
     c = Container()

@@ -25,6 +25,7 @@
 #include "config.h"
 #include "log.h"
 #include "parse.h"
+#include "sandbox/egress-policy.h"
 #include "sandbox/seccomp-policy.h"
 
 #define CONFIG_FILE_SIZE_MAX (UINT64_C(1) << 20) /* a larger config file is a mistake, not a config */
@@ -51,6 +52,7 @@ typedef enum KeyType {
         KEY_SYSCALLS,      /* a list of syscall names or numbers (of this architecture) */
         KEY_STRING_LIST,   /* a list of strings, checked and then dropped */
         KEY_ENV_NAMES,     /* a list of environment variable names */
+        KEY_EGRESS_RULES,  /* a list of egress rules (egress_rule_parse()) */
 } KeyType;
 
 typedef struct KeyDef {
@@ -108,6 +110,14 @@ static const KeyDef keys[] = {
         { "state_dir",                   KEY_PATH,          F(state_dir),             0 },
         { "runtime_dir",                 KEY_PATH,          F(runtime_dir),           0 },
         { "enter_library",               KEY_PATH,          F(enter_library),         0 },
+        /* the egress relay of runs with network: src/sandbox/egress.c */
+        { "egress_allow",                KEY_EGRESS_RULES,  F(egress_allow),          0 },
+        { "egress_deny",                 KEY_EGRESS_RULES,  F(egress_deny),           0 },
+        { "egress_max_connections",      KEY_UINT32,        F(egress_max_connections),
+                                                                                      1 },
+        { "egress_max_bytes",            KEY_SIZE,          F(egress_max_bytes),      UINT64_C(1) << 10 },
+        { "egress_idle_timeout",         KEY_DURATION,      F(egress_idle_timeout_usec),
+                                                                                      USEC_PER_SEC },
 };
 
 typedef struct EnvOverride {
@@ -147,6 +157,12 @@ static const EnvOverride env_overrides[] = {
         { "DIFYSANDBOX_STATE_DIR",           "state_dir",                   false },
         { "DIFYSANDBOX_RUNTIME_DIR",         "runtime_dir",                 false },
         { "DIFYSANDBOX_ENTER_LIBRARY",       "enter_library",               false },
+        { "DIFYSANDBOX_EGRESS_ALLOW",        "egress_allow",                false },
+        { "DIFYSANDBOX_EGRESS_DENY",         "egress_deny",                 false },
+        { "DIFYSANDBOX_EGRESS_MAX_CONNECTIONS",
+                                             "egress_max_connections",      false },
+        { "DIFYSANDBOX_EGRESS_MAX_BYTES",    "egress_max_bytes",            false },
+        { "DIFYSANDBOX_EGRESS_IDLE_TIMEOUT", "egress_idle_timeout",         false },
 };
 
 /* Why the names of seccomp_never_allow() are refused in allowed_syscalls. The list itself is the policy's;
@@ -839,6 +855,32 @@ static int set_list(LoadContext *ctx, const KeyDef *def, const ScalarList *l) {
                 return 0;
         }
 
+        if (def->type == KEY_EGRESS_RULES) {
+                names = calloc(l->n + 1, sizeof(char *));
+                if (!names)
+                        return -ENOMEM;
+                for (size_t i = 0; i < l->n; i++) {
+                        EgressRule rule;
+                        const char *why = NULL;
+
+                        r = egress_rule_parse(l->items[i].text, &rule, &why);
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0)
+                                return fail_value(ctx, def, &l->items[i], "%s", why);
+                        egress_rule_done(&rule);
+                        if (strv_contains(names, l->items[i].text))
+                                continue;
+                        names[n] = strndup(l->items[i].text, l->items[i].len);
+                        if (!names[n++])
+                                return -ENOMEM;
+                }
+                char ***rules = key_field(ctx->cfg, def);
+                (void) strv_free(*rules);
+                *rules = TAKE_PTR(names);
+                return 0;
+        }
+
         names = calloc(l->n + 1, sizeof(char *));
         if (!names)
                 return -ENOMEM;
@@ -895,15 +937,18 @@ static int set_scalar(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
         return origin_record(ctx, def, v);
 }
 
-/* Environment values: one scalar, or for a list a comma-separated one ("0,1,read", as upstream). */
+/* Environment values: one scalar, or for a list a comma-separated one ("0,1,read", as upstream). An empty
+ * value that reaches here (the variable's empty_is_unset is false) is the empty list. */
 static int set_from_env(LoadContext *ctx, const KeyDef *def, const char *value) {
         _cleanup_(scalar_list_done) ScalarList l = { 0 };
         size_t n = 1;
 
-        if (def->type != KEY_SYSCALLS && def->type != KEY_ENV_NAMES) {
+        if (def->type != KEY_SYSCALLS && def->type != KEY_ENV_NAMES && def->type != KEY_EGRESS_RULES) {
                 Scalar v = { .text = (char *) value, .len = strlen(value) };
                 return set_scalar(ctx, def, &v);
         }
+        if (value[0] == '\0')
+                return set_list(ctx, def, &l);
 
         for (const char *c = value; *c; c++)
                 n += *c == ',';
@@ -1006,9 +1051,10 @@ static int walk_list(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
                 if (e.type != YAML_SCALAR_EVENT)
                         return fail_key(ctx, event_line(&e), def->name,
                                         "expected a list of %s, found %s in it",
-                                        def->type == KEY_SYSCALLS    ? "system call names or numbers"
-                                        : def->type == KEY_ENV_NAMES ? "environment variable names"
-                                                                     : "strings",
+                                        def->type == KEY_SYSCALLS       ? "system call names or numbers"
+                                        : def->type == KEY_ENV_NAMES    ? "environment variable names"
+                                        : def->type == KEY_EGRESS_RULES ? "egress rules"
+                                                                        : "strings",
                                         shape_name(e.type));
                 if (l.n == allocated) {
                         size_t na = allocated ? allocated * 2 : 16;
@@ -1029,8 +1075,8 @@ static int walk_list(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
 /* The value of a known key: its event has not been read yet. */
 static int walk_value(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
         _cleanup_(yaml_event_deletep) yaml_event_t e = { 0 };
-        bool is_list =
-                def->type == KEY_SYSCALLS || def->type == KEY_STRING_LIST || def->type == KEY_ENV_NAMES;
+        bool is_list = def->type == KEY_SYSCALLS || def->type == KEY_STRING_LIST ||
+                       def->type == KEY_ENV_NAMES || def->type == KEY_EGRESS_RULES;
         int r;
 
         r = next_event(ctx, p, &e);
@@ -1448,7 +1494,8 @@ int config_format(const Config *cfg, FILE *f, bool show_secrets) {
                         (void) fprintf(f, "%" PRIu32 "%%", *(const uint32_t *) field);
                         break;
                 case KEY_SYSCALLS:
-                case KEY_ENV_NAMES: {
+                case KEY_ENV_NAMES:
+                case KEY_EGRESS_RULES: {
                         char *const *l = *(char **const *) field;
                         (void) fputc('[', f);
                         for (size_t j = 0; l && l[j]; j++) {

@@ -31,6 +31,9 @@ int config_init_defaults(Config *cfg) {
                 .open_files_max = 256,
                 .uid_min = 10000,
                 .uid_max = 10999,
+                .egress_max_connections = 16,
+                .egress_max_bytes = 64ULL << 20,
+                .egress_idle_timeout_usec = 30ULL * 1000000ULL,
         };
         cfg->api_key = strdup("dify-sandbox");
         cfg->python_path = strdup("/usr/bin/python3");
@@ -46,10 +49,12 @@ int config_init_defaults(Config *cfg) {
         cfg->state_dir = strdup("/run/difysandbox");
         cfg->runtime_dir = strdup("/var/lib/difysandbox");
         cfg->enter_library = strdup(PKGLIBDIR "/libdifysandbox-enter.so");
+        cfg->egress_allow = calloc(1, sizeof(char *));
+        cfg->egress_deny = calloc(1, sizeof(char *));
         if (!cfg->api_key || !cfg->python_path || !cfg->nodejs_path || !cfg->python_pip_mirror_url ||
             !cfg->allowed_syscalls || !cfg->proxy_socks5 || !cfg->proxy_http || !cfg->proxy_https ||
             !cfg->proxy_no_proxy || !cfg->log_path || !cfg->allowed_env_vars || !cfg->state_dir ||
-            !cfg->runtime_dir || !cfg->enter_library) {
+            !cfg->runtime_dir || !cfg->enter_library || !cfg->egress_allow || !cfg->egress_deny) {
                 config_done(cfg);
                 return -ENOMEM;
         }
@@ -77,5 +82,13 @@ void config_done(Config *cfg) {
         free(cfg->state_dir);
         free(cfg->runtime_dir);
         free(cfg->enter_library);
+        if (cfg->egress_allow)
+                for (char **s = cfg->egress_allow; *s; s++)
+                        free(*s);
+        free(cfg->egress_allow);
+        if (cfg->egress_deny)
+                for (char **s = cfg->egress_deny; *s; s++)
+                        free(*s);
+        free(cfg->egress_deny);
         *cfg = (Config){ 0 };
 }

@@ -37,6 +37,13 @@ typedef struct Config {
         char *state_dir;            /* /run/difysandbox: UID locks, admission, stats */
         char *runtime_dir;          /* /var/lib/difysandbox: runtime trees per language */
         char *enter_library;        /* the preloaded final seccomp stage on the host */
+
+        /* ours: the egress relay of runs with network (src/sandbox/egress.c, difysandbox.conf(5)) */
+        char **egress_allow;               /* NULL-terminated rules, syntax of src/sandbox/egress-policy.h */
+        char **egress_deny;                /* the same */
+        uint32_t egress_max_connections;   /* connections of one run's relay at once */
+        uint64_t egress_max_bytes;         /* bytes of one run's relay, both directions summed */
+        uint64_t egress_idle_timeout_usec; /* a relayed connection without traffic this long is closed */
 } Config;
 
 /* Fills cfg with the documented defaults (difysandbox.conf(5)). Returns -ENOMEM. */

@@ -12,6 +12,14 @@ static const char *const nodejs_argv_tail[] = {
         NULL,
 };
 
+/* Node.js ignores the proxy variables: the shim (src/runtime/nodejs-proxy.js, in the run's
+ * /usr/lib/difysandbox) routes http, https and fetch through the egress proxy. */
+static const char *const nodejs_network_argv_tail[] = {
+        "--require", "/usr/lib/difysandbox/nodejs-proxy.js",
+        "-e",        "eval(require('fs').readFileSync(3,'utf8'))",
+        NULL,
+};
+
 static const char *const nodejs_environment[] = {
         "HOME=/tmp",
         "LANG=C.UTF-8",
@@ -48,6 +56,7 @@ static const Runtime nodejs = {
         .language = LANGUAGE_NODEJS,
         .name = "nodejs",
         .argv_tail = nodejs_argv_tail,
+        .network_argv_tail = nodejs_network_argv_tail,
         .environment = nodejs_environment,
         .rules = nodejs_rules,
         .n_rules = sizeof(nodejs_rules) / sizeof(nodejs_rules[0]),

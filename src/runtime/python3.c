@@ -47,6 +47,7 @@ static const Runtime python3 = {
         .language = LANGUAGE_PYTHON3,
         .name = "python3",
         .argv_tail = python3_argv_tail,
+        .network_argv_tail = python3_argv_tail, /* requests, httpx, urllib read the proxy variables */
         .environment = python3_environment,
         .rules = python3_rules,
         .n_rules = sizeof(python3_rules) / sizeof(python3_rules[0]),

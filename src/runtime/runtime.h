@@ -19,10 +19,11 @@ typedef enum Language {
 
 typedef struct Runtime {
         Language language;
-        const char *name;               /* "python3", "nodejs": API name and runtime tree directory */
-        const char *const *argv_tail;   /* arguments after the interpreter path, NULL-terminated */
-        const char *const *environment; /* the whole environment of a run without network */
-        const SyscallRule *rules;       /* language rows, sorted by name */
+        const char *name;                     /* "python3", "nodejs": API name and runtime tree directory */
+        const char *const *argv_tail;         /* arguments after the interpreter path, NULL-terminated */
+        const char *const *network_argv_tail; /* the same for a run with network */
+        const char *const *environment;       /* the whole environment of a run without network */
+        const SyscallRule *rules;             /* language rows, sorted by name */
         size_t n_rules;
 } Runtime;
 

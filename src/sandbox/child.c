@@ -16,6 +16,7 @@
 
 #include "creds.h"
 #include "enter/enter-protocol.h"
+#include "netns.h"
 #include "rlimits.h"
 #include "rootfs.h"
 #include "seccomp.h"
@@ -28,10 +29,11 @@ static uint64_t monotonic_usec(void) {
 
 static const char *const step_names[_CHILD_STEP_MAX] = {
         [CHILD_STEP_SYNC] = "sync",         [CHILD_STEP_ROOTFS] = "rootfs",
-        [CHILD_STEP_HOSTNAME] = "hostname", [CHILD_STEP_CGROUPNS] = "cgroupns",
-        [CHILD_STEP_FDS] = "fds",           [CHILD_STEP_RLIMITS] = "rlimits",
-        [CHILD_STEP_CREDS] = "credentials", [CHILD_STEP_SIGNALS] = "signals",
-        [CHILD_STEP_SECCOMP] = "seccomp",   [CHILD_STEP_EXEC] = "exec",
+        [CHILD_STEP_HOSTNAME] = "hostname", [CHILD_STEP_NETWORK] = "network",
+        [CHILD_STEP_CGROUPNS] = "cgroupns", [CHILD_STEP_FDS] = "fds",
+        [CHILD_STEP_RLIMITS] = "rlimits",   [CHILD_STEP_CREDS] = "credentials",
+        [CHILD_STEP_SIGNALS] = "signals",   [CHILD_STEP_SECCOMP] = "seccomp",
+        [CHILD_STEP_EXEC] = "exec",
 };
 
 const char *child_step_to_string(ChildStep step) {
@@ -63,6 +65,19 @@ static int signals_reset(void) {
         if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0)
                 return -errno;
         return 0;
+}
+
+/* Our network namespace is empty; the only way out is the proxy the parent serves on this listener. */
+static int hand_over_proxy_listener(int sock) {
+        int listener, r;
+
+        r = netns_open_proxy_listener(&listener);
+        if (r < 0)
+                return r;
+        r = netns_send_fd(sock, listener);
+        (void) close(listener); /* the parent has its own copy now; the run must not accept on it */
+        (void) close(sock);
+        return r;
 }
 
 static void child_failed(int status_fd, ChildStep step, int error) {
@@ -124,6 +139,12 @@ void child_run(const RunPlan *plan) {
 
         if (sethostname("sandbox", strlen("sandbox")) < 0)
                 child_failed(status_fd, CHILD_STEP_HOSTNAME, -errno);
+
+        if (plan->proxy_sock >= 0) {
+                r = hand_over_proxy_listener(plan->proxy_sock);
+                if (r < 0)
+                        child_failed(status_fd, CHILD_STEP_NETWORK, r);
+        }
         timing.root_done_usec = monotonic_usec();
 
         /* The parent moves us into the run's cgroup while we built the root; EOF means it died. */

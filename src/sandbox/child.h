@@ -15,6 +15,7 @@ typedef enum ChildStep {
         CHILD_STEP_SYNC,     /* waiting for the parent to put us into the run's cgroup */
         CHILD_STEP_ROOTFS,   /* private read-only root, /tmp, /dev, pivot_root */
         CHILD_STEP_HOSTNAME, /* UTS namespace name */
+        CHILD_STEP_NETWORK,  /* with network: lo up, the egress proxy's listener handed to the parent */
         CHILD_STEP_CGROUPNS, /* cgroup namespace rooted at the run's cgroup */
         CHILD_STEP_FDS,      /* stdio and the enter library's fds in place, nothing else inherited */
         CHILD_STEP_RLIMITS,  /* CPU time, open files, tasks, file size, core dumps */
@@ -51,8 +52,9 @@ typedef struct RunPlan {
         const char *tmp_options;    /* tmpfs options of /tmp: size, nr_inodes, mode */
         const char *dev_sources[3]; /* /dev/null, /dev/zero, /dev/urandom */
         const char *dev_targets[3]; /* <root>/dev/... */
-        const char *enter_source;   /* the enter library on the host */
-        const char *enter_target;   /* <root>/usr/lib/difysandbox/libdifysandbox-enter.so */
+        const char *support_source; /* the enter library's directory on the host: it and the Node.js
+                                     * proxy shim, nothing else */
+        const char *support_target; /* <root>/usr/lib/difysandbox */
 
         /* identity and limits */
         uid_t uid;
@@ -75,6 +77,7 @@ typedef struct RunPlan {
         int filter_fd; /* read: the final stage, becomes ENTER_FD_FILTER */
         int ack_fd;    /* write: becomes ENTER_FD_ACK */
         int stdout_fd, stderr_fd;
+        int proxy_sock; /* with network: where the egress listener goes (SCM_RIGHTS); else -EBADF */
 } RunPlan;
 
 /* Runs the chain and execs the interpreter; returns only on failure, after reporting it. */

@@ -43,7 +43,7 @@ int rootfs_enter(const RunPlan *plan) {
                         return r;
         }
 
-        r = bind_readonly(plan->enter_source, plan->enter_target, MS_NODEV);
+        r = bind_readonly(plan->support_source, plan->support_target, MS_NODEV);
         if (r < 0)
                 return r;
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <sys/capability.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -24,6 +26,8 @@
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "common/utf8.h"
+#include "egress.h"
+#include "netns.h"
 #include "output.h"
 #include "scope.h"
 #include "seccomp.h"
@@ -33,6 +37,7 @@ DEFINE_POINTER_CLEANUP(UidLease *, uidpool_release);
 DEFINE_POINTER_CLEANUP(RunCgroup *, cgroup_run_destroy);
 DEFINE_POINTER_CLEANUP(CgroupLayout *, cgroup_layout_free);
 DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
+DEFINE_POINTER_CLEANUP(EgressRelay *, egress_stop);
 
 #define RUNS_SLICE "difysandbox-runs.slice"
 #define SCOPE_JOB_TIMEOUT_USEC (10ULL * 1000000ULL)
@@ -47,7 +52,8 @@ struct Sandbox {
 };
 
 static const char *const dev_nodes[3] = { "/dev/null", "/dev/zero", "/dev/urandom" };
-#define ENTER_TARGET "/usr/lib/difysandbox/libdifysandbox-enter.so"
+/* The directory of the enter library (and the Node.js proxy shim) on the host is bound here. */
+#define SUPPORT_DIR "/usr/lib/difysandbox"
 
 static int fail(RunFailure *reterr, const char *step, int error, const char *detail) {
         if (reterr) {
@@ -158,7 +164,7 @@ static int resolve_tree(const Config *cfg, const Runtime *rt, const char *interp
 
 /* Strings the child needs, computed here because the child allocates nothing. */
 typedef struct PlanStrings {
-        char *root_tmp, *tmp_options, *dev_targets[3], *enter_target, *exec_path;
+        char *root_tmp, *tmp_options, *dev_targets[3], *support_source, *support_target, *exec_path;
         char **envp;
 } PlanStrings;
 
@@ -167,7 +173,8 @@ static void plan_strings_done(PlanStrings *s) {
         free(s->tmp_options);
         for (int i = 0; i < 3; i++)
                 free(s->dev_targets[i]);
-        free(s->enter_target);
+        free(s->support_source);
+        free(s->support_target);
         free(s->exec_path);
         if (s->envp)
                 for (char **e = s->envp; *e; e++)
@@ -175,51 +182,70 @@ static void plan_strings_done(PlanStrings *s) {
         free(s->envp);
 }
 
-static int plan_strings_make(const Config *cfg, const Runtime *rt, const char *root, const char *interpreter,
-                             PlanStrings *s) {
+/* A run with network reaches out only through the egress proxy in its namespace (netns.h). */
+static const char *const proxy_environment[] = {
+        "HTTP_PROXY=" EGRESS_PROXY_URL,
+        "HTTPS_PROXY=" EGRESS_PROXY_URL,
+        "ALL_PROXY=" EGRESS_PROXY_URL,
+        "http_proxy=" EGRESS_PROXY_URL,
+        "https_proxy=" EGRESS_PROXY_URL,
+        "all_proxy=" EGRESS_PROXY_URL,
+        "NO_PROXY=",
+        "no_proxy=", /* everything goes through the proxy */
+        NULL,
+};
+
+static int plan_strings_make(const Config *cfg, const Runtime *rt, bool network, const char *root,
+                             const char *interpreter, PlanStrings *s) {
         size_t n_env = 0;
 
         if (asprintf(&s->root_tmp, "%s/tmp", root) < 0 ||
             asprintf(&s->tmp_options, "size=%" PRIu64 ",nr_inodes=%u,mode=1777", cfg->tmp_size, 16384U) <
                     0 ||
-            asprintf(&s->enter_target, "%s" ENTER_TARGET, root) < 0)
+            asprintf(&s->support_target, "%s" SUPPORT_DIR, root) < 0)
                 return -ENOMEM;
         for (int i = 0; i < 3; i++)
                 if (asprintf(&s->dev_targets[i], "%s%s", root, dev_nodes[i]) < 0)
                         return -ENOMEM;
         s->exec_path = strdup(interpreter);
-        if (!s->exec_path)
+        s->support_source = strdup(cfg->enter_library);
+        if (!s->exec_path || !s->support_source)
                 return -ENOMEM;
+        *strrchr(s->support_source, '/') = '\0'; /* an absolute path: config-file.c checks */
 
-        size_t n_rt = 0, n_extra = 0;
+        size_t n_rt = 0, n_extra = 0, n_proxy = 0;
         char *entry;
 
         for (const char *const *e = rt->environment; *e; e++)
                 n_rt++;
+        for (const char *const *e = proxy_environment; network && *e; e++)
+                n_proxy++;
         for (char **v = cfg->allowed_env_vars; v && *v; v++)
                 n_extra++;
-        s->envp = calloc(n_rt + n_extra + 2, sizeof(char *));
+        s->envp = calloc(n_rt + n_proxy + n_extra + 2, sizeof(char *));
         if (!s->envp)
                 return -ENOMEM;
         for (size_t i = 0; i < n_rt; i++)
                 if (!(s->envp[n_env++] = strdup(rt->environment[i])))
                         return -ENOMEM;
+        for (size_t i = 0; i < n_proxy; i++)
+                if (!(s->envp[n_env++] = strdup(proxy_environment[i])))
+                        return -ENOMEM;
         /* allowed_env_vars: the operator's choice of our variables, except the loader's (LD_*: the
-         * enter library must be the only preload) and those the runtime sets itself. */
+         * enter library must be the only preload) and those the run already has. */
         for (char **v = cfg->allowed_env_vars; v && *v; v++) {
                 const char *value = getenv(*v);
                 bool taken = strncmp(*v, "LD_", 3) == 0;
 
-                for (size_t i = 0; i < n_rt && !taken; i++)
-                        taken = strncmp(rt->environment[i], *v, strlen(*v)) == 0 &&
-                                rt->environment[i][strlen(*v)] == '=';
+                for (size_t i = 0; i < n_env && !taken; i++) /* the runtime's and the proxy's */
+                        taken = strncmp(s->envp[i], *v, strlen(*v)) == 0 && s->envp[i][strlen(*v)] == '=';
                 if (!value || taken)
                         continue;
                 if (asprintf(&entry, "%s=%s", *v, value) < 0)
                         return -ENOMEM; /* envp stays NULL-terminated for plan_strings_done() */
                 s->envp[n_env++] = TAKE_PTR(entry);
         }
-        if (asprintf(&entry, "LD_PRELOAD=%s", ENTER_TARGET) < 0)
+        if (asprintf(&entry, "LD_PRELOAD=" SUPPORT_DIR "/%s", basename(cfg->enter_library)) < 0)
                 return -ENOMEM;
         s->envp[n_env] = TAKE_PTR(entry);
         return 0;
@@ -261,6 +287,24 @@ static int write_filter(int fd, const SeccompProgram *prog) {
         return 0;
 }
 
+/* Receives the egress listener the child made inside its namespace and starts the relay on it. A child
+ * that died before handing it over (-EPIPE) reports its own failure on the status pipe: let the pump
+ * read it. */
+static int start_egress(const Config *cfg, int sock, const char *id, EgressRelay **ret, RunFailure *reterr) {
+        _cleanup_close_ int listener = -EBADF;
+        int r;
+
+        r = netns_receive_fd(sock, &listener);
+        if (r == -EPIPE)
+                return 0;
+        if (r < 0)
+                return fail(reterr, "egress", r, NULL);
+        r = egress_start(cfg, listener, id, ret);
+        if (r < 0)
+                return fail(reterr, "egress", r, NULL);
+        return 0;
+}
+
 /* 128 random bits in hex: names the run's scope and its journal record. */
 static int run_id_make(char id[static RUN_ID_LEN + 1]) {
         uint8_t bytes[RUN_ID_LEN / 2];
@@ -299,6 +343,8 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         _cleanup_(cgroup_run_destroyp) RunCgroup *cg = NULL;
         _cleanup_free_ char *root = NULL;
         _cleanup_close_ int pidfd = -EBADF;
+        _cleanup_(egress_stopp) EgressRelay *relay = NULL; /* stopped first: it serves the run */
+        _cleanup_close_ int proxy_parent = -EBADF, proxy_child = -EBADF;
         PlanStrings strs = { 0 };
         char out_id[RUN_ID_LEN + 1];
         Pipes pipes;
@@ -348,10 +394,20 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         if (r < 0)
                 return fail(reterr, "init", r, NULL);
 
-        r = plan_strings_make(cfg, rt, root, interpreter, &strs);
+        r = plan_strings_make(cfg, rt, req->network, root, interpreter, &strs);
         if (r < 0) {
                 plan_strings_done(&strs);
                 return fail(reterr, "init", r, NULL);
+        }
+
+        if (req->network) {
+                int sv[2];
+                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+                        plan_strings_done(&strs);
+                        return fail(reterr, "pipes", -errno, NULL);
+                }
+                proxy_parent = sv[0];
+                proxy_child = sv[1];
         }
 
         r = pipes_open(&pipes);
@@ -367,7 +423,8 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
 
         char *argv[16] = { strs.exec_path };
         size_t argc = 1;
-        for (const char *const *a = rt->argv_tail; *a && argc < ELEMENTSOF(argv) - 1; a++)
+        for (const char *const *a = req->network ? rt->network_argv_tail : rt->argv_tail;
+             *a && argc < ELEMENTSOF(argv) - 1; a++)
                 argv[argc++] = (char *) *a;
 
         RunPlan plan = {
@@ -376,8 +433,8 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 .tmp_options = strs.tmp_options,
                 .dev_sources = { dev_nodes[0], dev_nodes[1], dev_nodes[2] },
                 .dev_targets = { strs.dev_targets[0], strs.dev_targets[1], strs.dev_targets[2] },
-                .enter_source = cfg->enter_library,
-                .enter_target = strs.enter_target,
+                .support_source = strs.support_source,
+                .support_target = strs.support_target,
                 .uid = lease->uid,
                 .gid = lease->uid,
                 .no_caps = sb->no_caps,
@@ -396,12 +453,12 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 .ack_fd = pipes.fds[PIPE_ACK][1],
                 .stdout_fd = pipes.fds[PIPE_STDOUT][1],
                 .stderr_fd = pipes.fds[PIPE_STDERR][1],
+                .proxy_sock = proxy_child,
         };
 
         /* Step 3: the child, in fresh namespaces; network only when the run has it. */
-        unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
-        if (!req->network)
-                flags |= CLONE_NEWNET;
+        /* Every run gets its own network namespace: empty, or with network only the egress proxy. */
+        unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET;
         t_clone = now_usec();
         pid = clone_child(flags);
         if (pid < 0) {
@@ -421,6 +478,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         pipes.fds[PIPE_ACK][1] = safe_close(pipes.fds[PIPE_ACK][1]);
         pipes.fds[PIPE_STDOUT][1] = safe_close(pipes.fds[PIPE_STDOUT][1]);
         pipes.fds[PIPE_STDERR][1] = safe_close(pipes.fds[PIPE_STDERR][1]);
+        proxy_child = safe_close(proxy_child);
         plan_strings_done(&strs);
 
         pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
@@ -432,6 +490,8 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 r = attach(sb, cg, out_id, pid, &limits, reterr);
                 if (r >= 0 && write(pipes.fds[PIPE_SYNC][1], "1", 1) != 1)
                         r = fail(reterr, "sync", -errno, NULL);
+                if (r >= 0 && req->network)
+                        r = start_egress(cfg, proxy_parent, out_id, &relay, reterr);
         }
         pipes.fds[PIPE_SYNC][1] = safe_close(pipes.fds[PIPE_SYNC][1]);
         if (r < 0) {

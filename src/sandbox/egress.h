@@ -1,0 +1,38 @@
+#pragma once
+/* egress: the only way out of a run with network. Such a run has a network namespace of its own holding
+ * only lo, and on it a TCP listener (127.0.0.1:3128, netns.h) that its child made and handed to the
+ * worker. egress_start() forks one relay process per run that serves that listener from the
+ * worker's (the host's) network namespace, as nobody (65534) without capabilities: an HTTP proxy that
+ * speaks CONNECT and absolute-form plain HTTP, resolves names itself, checks every address it is about
+ * to connect to with egress-policy.c (the address checked is the address connected to), answers a denial
+ * with 403 and a reason, and chains to proxy.http, proxy.https or proxy.socks5 when the configuration
+ * names them. The run reaches it through its proxy variables (run.c) and, for Node.js, the preloaded
+ * src/runtime/nodejs-proxy.js.
+ *
+ * The relay is the only part of src/sandbox that logs: one journal record per denial
+ * (MESSAGE_ID=MESSAGE_EGRESS_DENIED_STR, the run ID, host, port, address and reason), written by the relay
+ * process, which the worker cannot do while the run goes on. Nothing else here logs.
+ *
+ * Only the worker calls this, one relay per run with network, and it stops the relay with the run. */
+
+typedef struct Config Config;
+typedef struct EgressRelay EgressRelay;
+
+/* MESSAGE_ID of the journal record of a denial; to move into the message catalog with log.h's. */
+#define MESSAGE_EGRESS_DENIED_STR "f127cd6b178f4d42ba2a22463bc2ec24"
+
+/* Forks the relay of the run run_id (its journal records carry it) serving listener_fd, a listening TCP
+ * socket. listener_fd stays the caller's: the relay holds its own copy, so close yours once this returns.
+ * Returns once the relay runs unprivileged, or -errno: -ENOTSOCK or -EINVAL when listener_fd is not a
+ * listening TCP socket, -EINVAL for an egress rule or a proxy.http/https/socks5 that does not parse,
+ * -EPROTONOSUPPORT for a proxy that is not http://, socks5:// or socks5h:// (or a socks5 proxy with a user),
+ * what the relay process met while dropping its privileges, -ENOMEM. Non-logging. */
+int egress_start(const Config *cfg, int listener_fd, const char *run_id, EgressRelay **ret);
+
+/* SIGKILLs the relay (through its pidfd: its own child, never a recycled PID) and reaps it. Connections
+ * still relayed end with it. NULL-safe, returns NULL. */
+EgressRelay *egress_stop(EgressRelay *relay);
+
+/* Denials so far (requests the policy refused with 403), for the run's record. At most 65536: the relay
+ * reports each one as a byte on a pipe and stops counting when it is full. */
+unsigned egress_denials(const EgressRelay *relay);

@@ -16,6 +16,7 @@
 #include "common/cleanup.h"
 #include "common/config-file.h"
 #include "common/config.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/parse.h"
 #include "sandbox/run.h"
@@ -35,39 +36,6 @@ static void help(void) {
                "check-config  validate a configuration and print the effective values\n"
                "\n"
                "See difysandbox(8) and difysandbox.conf(5).\n");
-}
-
-/* Reads all of fd, up to max bytes; -EFBIG beyond. */
-static int read_all(int fd, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, alloc = 0;
-
-        for (;;) {
-                ssize_t n;
-                if (len + 4096 + 1 > alloc) {
-                        size_t na = alloc ? alloc * 2 : 65536;
-                        char *b = realloc(buf, na);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                        alloc = na;
-                }
-                n = read(fd, buf + len, alloc - len - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-                if (len > max)
-                        return -EFBIG;
-        }
-        buf[len] = '\0';
-        *ret_len = len;
-        *ret = TAKE_PTR(buf);
-        return 0;
 }
 
 /* Milliseconds with microsecond precision, printed as such rather than as a binary double's digits. */
@@ -204,7 +172,7 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 fd = open(file, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return log_error_errno(-errno, "Cannot open '%s': %m", file);
-        r = read_all(fd, cfg->code_max, &code, &req.code_len);
+        r = read_full_fd(fd, cfg->code_max, &code, &req.code_len);
         if (r == -EFBIG)
                 return log_error_errno(r, "Code in '%s' is larger than code_max (%llu bytes)", file,
                                        (unsigned long long) cfg->code_max);

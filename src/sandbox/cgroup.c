@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fileio.h"
 #include "common/parse.h"
 
 typedef enum Hierarchy {
@@ -35,46 +36,14 @@ struct RunCgroup {
         char *path[_HIERARCHY_MAX];
 };
 
+/* cgroup.procs of a run holds at most tasks_max PIDs; the other files are a few lines. */
+#define CGROUP_FILE_MAX (1U << 20)
+
 static const char *const v1_controllers[_HIERARCHY_MAX] = { "memory", "pids", "cpu" };
 
 DEFINE_POINTER_CLEANUP(FILE *, fclose);
 DEFINE_POINTER_CLEANUP(CgroupLayout *, cgroup_layout_free);
 DEFINE_POINTER_CLEANUP(RunCgroup *, cgroup_run_destroy);
-
-static int read_file(const char *path, char **ret) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, alloc = 4096;
-        ssize_t n;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        buf = malloc(alloc);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                if (size + 1 >= alloc) {
-                        char *b;
-                        if (alloc > (1U << 24))
-                                return -EFBIG;
-                        b = realloc(buf, alloc * 2);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                        alloc *= 2;
-                }
-                n = read(fd, buf + size, alloc - size - 1);
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                size += (size_t) n;
-        }
-        buf[size] = '\0';
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
 
 static int write_file(const char *dir, const char *file, const char *format, ...)
         __attribute__((format(printf, 3, 4)));
@@ -107,7 +76,7 @@ static int read_keyed(const char *dir, const char *file, const char *key, uint64
 
         if (asprintf(&path, "%s/%s", dir, file) < 0)
                 return -ENOMEM;
-        r = read_file(path, &text);
+        r = read_full_file(path, CGROUP_FILE_MAX, &text, NULL);
         if (r < 0)
                 return r;
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
@@ -122,7 +91,7 @@ static int read_number(const char *dir, const char *file, uint64_t *ret) {
 
         if (asprintf(&path, "%s/%s", dir, file) < 0)
                 return -ENOMEM;
-        r = read_file(path, &text);
+        r = read_full_file(path, CGROUP_FILE_MAX, &text, NULL);
         if (r < 0)
                 return r;
         text[strcspn(text, "\n")] = '\0';
@@ -249,7 +218,8 @@ static bool v2_has_controllers(const char *base) {
         if (!slash)
                 return false;
         *slash = '\0';
-        if (asprintf(&path, "%s/cgroup.controllers", parent) < 0 || read_file(path, &text) < 0)
+        if (asprintf(&path, "%s/cgroup.controllers", parent) < 0 ||
+            read_full_file(path, CGROUP_FILE_MAX, &text, NULL) < 0)
                 return false;
         for (size_t i = 0; i < ELEMENTSOF(needed); i++) {
                 bool found = false;
@@ -326,7 +296,7 @@ static int kill_all(const char *path, bool v2) {
                 return 0;
         if (asprintf(&procs, "%s/cgroup.procs", path) < 0)
                 return -ENOMEM;
-        r = read_file(procs, &text);
+        r = read_full_file(procs, CGROUP_FILE_MAX, &text, NULL);
         if (r < 0)
                 return r;
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {

@@ -34,6 +34,7 @@
 #include "admit.h"
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/utf8.h"
 #include "sandbox/run.h"
@@ -673,47 +674,6 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
 
 /* ---- /v1/sandbox/dependencies ---- */
 
-static int read_file_max(const char *path, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, alloc = 0;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-        for (;;) {
-                ssize_t n;
-
-                if (len + 1 >= alloc) {
-                        size_t na = alloc ? alloc * 2 : 16384;
-                        char *b;
-
-                        if (alloc > max)
-                                return -EFBIG;
-                        b = realloc(buf, na);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                        alloc = na;
-                }
-                n = read(fd, buf + len, alloc - len - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-                if (len > max)
-                        return -EFBIG;
-        }
-        buf[len] = '\0';
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
-}
-
 /* [{name, version}] from the runtime tree's metadata (written by difysandbox-prepare-runtime, whose
  * "packages" are [{name, version, requested}]). A tree without metadata has no list: an empty one. */
 static int dependencies_list(const Config *cfg, Language language, json_object **ret, char **reterr_path) {
@@ -730,7 +690,7 @@ static int dependencies_list(const Config *cfg, Language language, json_object *
                      language_to_string(language)) < 0)
                 return -ENOMEM;
 
-        r = read_file_max(path, RUNTIME_METADATA_MAX, &text, &len);
+        r = read_full_file(path, RUNTIME_METADATA_MAX, &text, &len);
         if (r == -ENOENT || r == -ENOTDIR) {
                 *ret = TAKE_PTR(list);
                 return 0;

@@ -47,7 +47,7 @@ struct Sandbox {
         ScopeManager *scopes;  /* systemd is PID 1: runs go into transient scopes */
         CgroupLayout *cgroups; /* otherwise: cgroupfs below our own cgroup */
         cap_t no_caps;
-        /* compiled once per process: [language][network][stage] */
+        /* compiled on first use, once per process: [language][network][stage] */
         SeccompProgram *filters[_LANGUAGE_MAX][2][_SECCOMP_STAGE_MAX];
 };
 
@@ -109,15 +109,6 @@ int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
         if (!sb->no_caps)
                 return fail(reterr, "init", -ENOMEM, NULL);
 
-        for (Language l = 0; l < _LANGUAGE_MAX; l++)
-                for (int net = 0; net < 2; net++)
-                        for (SeccompStage s = 0; s < _SECCOMP_STAGE_MAX; s++) {
-                                r = seccomp_compile(runtime_get(l), net, s, cfg->allowed_syscalls,
-                                                    &sb->filters[l][net][s]);
-                                if (r < 0)
-                                        return fail(reterr, "seccomp", r, language_to_string(l));
-                        }
-
         *ret = TAKE_PTR(sb);
         return 0;
 }
@@ -135,6 +126,25 @@ Sandbox *sandbox_free(Sandbox *sb) {
         scope_manager_free(sb->scopes);
         free(sb);
         return NULL;
+}
+
+/* The two stages for a run, compiled on first use and kept for the process's later runs: a worker that
+ * only ever runs Python never compiles Node.js's filters. */
+static int sandbox_filters(Sandbox *sb, Language language, bool network, SeccompProgram **ret_exec,
+                           SeccompProgram **ret_final, RunFailure *reterr) {
+        SeccompProgram **slot = sb->filters[language][network];
+        int r;
+
+        for (SeccompStage s = 0; s < _SECCOMP_STAGE_MAX; s++) {
+                if (slot[s])
+                        continue;
+                r = seccomp_compile(runtime_get(language), network, s, sb->cfg->allowed_syscalls, &slot[s]);
+                if (r < 0)
+                        return fail(reterr, "seccomp", r, language_to_string(language));
+        }
+        *ret_exec = slot[SECCOMP_STAGE_EXEC];
+        *ret_final = slot[SECCOMP_STAGE_FINAL];
+        return 0;
 }
 
 /* The runtime tree of the language's current generation, resolved once so that the run keeps it even if
@@ -346,6 +356,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         _cleanup_(egress_stopp) EgressRelay *relay = NULL; /* stopped first: it serves the run */
         _cleanup_close_ int proxy_parent = -EBADF, proxy_child = -EBADF;
         PlanStrings strs = { 0 };
+        SeccompProgram *exec_stage = NULL, *final_stage = NULL;
         char out_id[RUN_ID_LEN + 1];
         Pipes pipes;
         OutputReport rep = { 0 };
@@ -367,6 +378,9 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         timeout = req->timeout_usec > 0 ? req->timeout_usec : cfg->worker_timeout_usec;
 
         r = resolve_tree(cfg, rt, interpreter, &root, reterr);
+        if (r < 0)
+                return r;
+        r = sandbox_filters(sb, rt->language, req->network, &exec_stage, &final_stage, reterr);
         if (r < 0)
                 return r;
 
@@ -412,8 +426,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
 
         r = pipes_open(&pipes);
         if (r >= 0)
-                r = write_filter(pipes.fds[PIPE_FILTER][1],
-                                 sb->filters[rt->language][req->network][SECCOMP_STAGE_FINAL]);
+                r = write_filter(pipes.fds[PIPE_FILTER][1], final_stage);
         if (r < 0) {
                 pipes_close(&pipes);
                 plan_strings_done(&strs);
@@ -442,7 +455,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 .open_files = cfg->open_files_max,
                 .tasks = cfg->tasks_max,
                 .file_size = cfg->tmp_size,
-                .exec_stage = sb->filters[rt->language][req->network][SECCOMP_STAGE_EXEC],
+                .exec_stage = exec_stage,
                 .exec_path = strs.exec_path,
                 .argv = argv,
                 .envp = strs.envp,

@@ -31,6 +31,7 @@ int config_init_defaults(Config *cfg) {
                 .open_files_max = 256,
                 .uid_min = 10000,
                 .uid_max = 10999,
+                .prewarm = true,
                 .egress_max_connections = 16,
                 .egress_max_bytes = 64ULL << 20,
                 .egress_idle_timeout_usec = 30ULL * 1000000ULL,

@@ -34,6 +34,7 @@ typedef struct Config {
         uint64_t tmp_size;          /* bytes of the run's /tmp tmpfs */
         uint32_t open_files_max;    /* RLIMIT_NOFILE */
         uint32_t uid_min, uid_max;  /* the UID pool, inclusive */
+        bool prewarm;               /* a keep-alive connection prepares its next run while idle */
         char *state_dir;            /* /run/difysandbox: UID locks, admission, stats */
         char *runtime_dir;          /* /var/lib/difysandbox: runtime trees per language */
         char *enter_library;        /* the preloaded final seccomp stage on the host */

@@ -347,27 +347,60 @@ static pid_t clone_child(unsigned long flags) {
         return (pid_t) syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
 }
 
-int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *reterr) {
+struct PreparedRun {
+        Language language;
+        bool network;
+        uint64_t memory_max;
+        UidLease *lease;
+        RunCgroup *cg;
+        EgressRelay *relay;
+        pid_t pid; /* 0 once reaped */
+        int pidfd, code_fd, status_fd, ack_fd, stdout_fd, stderr_fd;
+        uint64_t cpu_limit_usec;
+        char id[RUN_ID_LEN + 1];
+        uint64_t start, t_uid, t_cgroup, t_clone, t_spawned, t_released; /* CLOCK_MONOTONIC */
+};
+
+PreparedRun *prepared_run_free(PreparedRun *p) {
+        if (!p)
+                return NULL;
+        if (p->pid > 0) {
+                /* Our child; its PID namespace goes with it. */
+                (void) syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+                (void) waitpid(p->pid, NULL, 0);
+        }
+        (void) egress_stop(p->relay);
+        (void) safe_close(p->pidfd);
+        (void) safe_close(p->code_fd);
+        (void) safe_close(p->status_fd);
+        (void) safe_close(p->ack_fd);
+        (void) safe_close(p->stdout_fd);
+        (void) safe_close(p->stderr_fd);
+        (void) cgroup_run_destroy(p->cg);
+        (void) uidpool_release(p->lease);
+        free(p);
+        return NULL;
+}
+
+DEFINE_POINTER_CLEANUP(PreparedRun *, prepared_run_free);
+
+bool prepared_run_matches(const Sandbox *sb, const PreparedRun *p, const RunRequest *req) {
+        uint64_t memory_max = req->memory_max > 0 ? req->memory_max : sb->cfg->memory_max;
+        return p && p->language == req->language && p->network == req->network &&
+               p->memory_max == memory_max;
+}
+
+int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFailure *reterr) {
         const Config *cfg = sb->cfg;
-        _cleanup_(uidpool_releasep) UidLease *lease = NULL;
-        _cleanup_(cgroup_run_destroyp) RunCgroup *cg = NULL;
+        _cleanup_(prepared_run_freep) PreparedRun *p = NULL;
         _cleanup_free_ char *root = NULL;
-        _cleanup_close_ int pidfd = -EBADF;
-        _cleanup_(egress_stopp) EgressRelay *relay = NULL; /* stopped first: it serves the run */
         _cleanup_close_ int proxy_parent = -EBADF, proxy_child = -EBADF;
         PlanStrings strs = { 0 };
         SeccompProgram *exec_stage = NULL, *final_stage = NULL;
-        char out_id[RUN_ID_LEN + 1];
         Pipes pipes;
-        OutputReport rep = { 0 };
         const Runtime *rt;
         const char *interpreter;
-        uint64_t start, timeout, t_uid = 0, t_cgroup = 0, t_clone = 0, t_spawned = 0, t_released = 0;
-        struct rusage ru;
-        RunFacts facts = { 0 };
-        uint64_t oom = 0, peak = 0;
-        int status, r;
-        pid_t pid;
+        int r;
 
         rt = runtime_get(req->language);
         if (!rt)
@@ -375,7 +408,6 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         if (req->network && !cfg->enable_network)
                 return fail(reterr, "network", -EPERM, NULL);
         interpreter = runtime_interpreter(rt, cfg);
-        timeout = req->timeout_usec > 0 ? req->timeout_usec : cfg->worker_timeout_usec;
 
         r = resolve_tree(cfg, rt, interpreter, &root, reterr);
         if (r < 0)
@@ -384,27 +416,42 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         if (r < 0)
                 return r;
 
-        start = now_usec();
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return fail(reterr, "init", -ENOMEM, NULL);
+        *p = (PreparedRun){
+                .language = req->language,
+                .network = req->network,
+                .memory_max = req->memory_max > 0 ? req->memory_max : cfg->memory_max,
+                .pidfd = -EBADF,
+                .code_fd = -EBADF,
+                .status_fd = -EBADF,
+                .ack_fd = -EBADF,
+                .stdout_fd = -EBADF,
+                .stderr_fd = -EBADF,
+                .cpu_limit_usec = (cfg->cpu_time_usec + 999999) / 1000000 * 1000000,
+                .start = now_usec(),
+        };
 
         /* Step 2: a UID of the pool; it also owns the run's cgroup name. */
-        r = uidpool_take(cfg->state_dir, cfg->uid_min, cfg->uid_max, &lease);
-        t_uid = now_usec();
+        r = uidpool_take(cfg->state_dir, cfg->uid_min, cfg->uid_max, &p->lease);
+        p->t_uid = now_usec();
         if (r < 0)
                 return fail(reterr, "uid", r, cfg->state_dir);
 
         /* Step 4 (standalone): the run's cgroup with its limits, before the child exists. */
         CgroupLimits limits = {
-                .memory_max = req->memory_max > 0 ? req->memory_max : cfg->memory_max,
+                .memory_max = p->memory_max,
                 .cpu_quota_percent = cfg->cpu_quota_percent,
                 .tasks_max = cfg->tasks_max,
         };
         if (sb->cgroups) {
-                r = cgroup_run_create(sb->cgroups, lease->uid, &limits, &cg);
+                r = cgroup_run_create(sb->cgroups, p->lease->uid, &limits, &p->cg);
                 if (r < 0)
                         return fail(reterr, "cgroup", r, NULL);
         }
-        t_cgroup = now_usec();
-        r = run_id_make(out_id);
+        p->t_cgroup = now_usec();
+        r = run_id_make(p->id);
         if (r < 0)
                 return fail(reterr, "init", r, NULL);
 
@@ -448,10 +495,10 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 .dev_targets = { strs.dev_targets[0], strs.dev_targets[1], strs.dev_targets[2] },
                 .support_source = strs.support_source,
                 .support_target = strs.support_target,
-                .uid = lease->uid,
-                .gid = lease->uid,
+                .uid = p->lease->uid,
+                .gid = p->lease->uid,
                 .no_caps = sb->no_caps,
-                .cpu_seconds = (cfg->cpu_time_usec + 999999) / 1000000,
+                .cpu_seconds = p->cpu_limit_usec / 1000000,
                 .open_files = cfg->open_files_max,
                 .tasks = cfg->tasks_max,
                 .file_size = cfg->tmp_size,
@@ -469,18 +516,19 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 .proxy_sock = proxy_child,
         };
 
-        /* Step 3: the child, in fresh namespaces; network only when the run has it. */
-        /* Every run gets its own network namespace: empty, or with network only the egress proxy. */
+        /* Step 3: the child, in fresh namespaces. Every run gets its own network namespace: empty, or
+         * with network only the egress proxy. */
         unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET;
-        t_clone = now_usec();
-        pid = clone_child(flags);
-        if (pid < 0) {
+        p->t_clone = now_usec();
+        p->pid = clone_child(flags);
+        if (p->pid < 0) {
                 r = -errno;
+                p->pid = 0;
                 pipes_close(&pipes);
                 plan_strings_done(&strs);
                 return fail(reterr, "spawn", r, NULL);
         }
-        if (pid == 0)
+        if (p->pid == 0)
                 child_run(&plan); /* never returns */
 
         /* Parent: keep our ends only. */
@@ -493,40 +541,59 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         pipes.fds[PIPE_STDERR][1] = safe_close(pipes.fds[PIPE_STDERR][1]);
         proxy_child = safe_close(proxy_child);
         plan_strings_done(&strs);
+        p->code_fd = TAKE_FD(pipes.fds[PIPE_CODE][1]);
+        p->status_fd = TAKE_FD(pipes.fds[PIPE_STATUS][0]);
+        p->ack_fd = TAKE_FD(pipes.fds[PIPE_ACK][0]);
+        p->stdout_fd = TAKE_FD(pipes.fds[PIPE_STDOUT][0]);
+        p->stderr_fd = TAKE_FD(pipes.fds[PIPE_STDERR][0]);
 
-        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-        if (pidfd < 0)
+        p->pidfd = (int) syscall(SYS_pidfd_open, p->pid, 0);
+        if (p->pidfd < 0)
                 r = fail(reterr, "spawn", -errno, NULL);
         else {
-                /* Step 4: into the scope or cgroup, then let the child go on to user code. */
-                t_spawned = now_usec();
-                r = attach(sb, cg, out_id, pid, &limits, reterr);
+                /* Step 4: into the scope or cgroup, then let the child go on, up to reading its code. */
+                p->t_spawned = now_usec();
+                r = attach(sb, p->cg, p->id, p->pid, &limits, reterr);
                 if (r >= 0 && write(pipes.fds[PIPE_SYNC][1], "1", 1) != 1)
                         r = fail(reterr, "sync", -errno, NULL);
                 if (r >= 0 && req->network)
-                        r = start_egress(cfg, proxy_parent, out_id, &relay, reterr);
+                        r = start_egress(cfg, proxy_parent, p->id, &p->relay, reterr);
         }
-        pipes.fds[PIPE_SYNC][1] = safe_close(pipes.fds[PIPE_SYNC][1]);
-        if (r < 0) {
-                (void) kill(pid, SIGKILL); /* our child, not yet running anything of the user's */
-                (void) waitpid(pid, NULL, 0);
-                pipes_close(&pipes);
-                return r;
-        }
+        pipes_close(&pipes); /* what is left: the sync pipe's write end */
+        if (r < 0)
+                return r; /* prepared_run_free() kills the child: nothing of the user's ran yet */
+        p->t_released = now_usec();
+
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_len, uint64_t timeout_usec,
+                   bool warm, RunOutput *ret, RunFailure *reterr) {
+        const Config *cfg = sb->cfg;
+        _cleanup_(prepared_run_freep) PreparedRun *owned = p;
+        OutputReport rep = { 0 };
+        uint64_t start, timeout, oom = 0, peak = 0;
+        struct rusage ru;
+        RunFacts facts = { 0 };
+        int status, r;
+
+        timeout = timeout_usec > 0 ? timeout_usec : cfg->worker_timeout_usec;
+        start = now_usec();
 
         /* Steps 8–9: code in, output out, deadline. */
         OutputFds ofds = {
-                .pidfd = pidfd,
-                .code_fd = TAKE_FD(pipes.fds[PIPE_CODE][1]),
-                .status_fd = TAKE_FD(pipes.fds[PIPE_STATUS][0]),
-                .ack_fd = TAKE_FD(pipes.fds[PIPE_ACK][0]),
-                .stdout_fd = TAKE_FD(pipes.fds[PIPE_STDOUT][0]),
-                .stderr_fd = TAKE_FD(pipes.fds[PIPE_STDERR][0]),
+                .pidfd = p->pidfd,
+                .code_fd = TAKE_FD(p->code_fd),
+                .status_fd = TAKE_FD(p->status_fd),
+                .ack_fd = TAKE_FD(p->ack_fd),
+                .stdout_fd = TAKE_FD(p->stdout_fd),
+                .stderr_fd = TAKE_FD(p->stderr_fd),
         };
-        t_released = now_usec();
-        r = output_pump(&ofds, req->code, req->code_len, cfg->output_max, start + timeout, &rep);
-        if (wait4(pid, &status, 0, &ru) < 0 && r >= 0)
+        r = output_pump(&ofds, code, code_len, cfg->output_max, (warm ? start : p->start) + timeout, &rep);
+        if (wait4(p->pid, &status, 0, &ru) < 0 && r >= 0)
                 r = -errno;
+        p->pid = 0;
         if (r < 0)
                 return fail(reterr, "pump", r, NULL);
 
@@ -546,8 +613,8 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         }
 
         /* Step 10: classify. */
-        if (cg)
-                (void) cgroup_run_stats(cg, &oom, &peak); /* unknown stays 0: a missing file is no OOM */
+        if (p->cg)
+                (void) cgroup_run_stats(p->cg, &oom, &peak); /* unknown stays 0: a missing file is no OOM */
         uint64_t cpu = (uint64_t) ru.ru_utime.tv_sec * 1000000ULL + (uint64_t) ru.ru_utime.tv_usec +
                        (uint64_t) ru.ru_stime.tv_sec * 1000000ULL + (uint64_t) ru.ru_stime.tv_usec;
         facts = (RunFacts){
@@ -558,10 +625,10 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                  * which; in a scope (gone by now) the CPU time used does. */
                 .cpu_limit_hit = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !rep.timed_out &&
                                  !rep.output_truncated &&
-                                 (cg ? oom == 0 : cpu + 250000 >= plan.cpu_seconds * 1000000ULL),
+                                 (p->cg ? oom == 0 : cpu + 250000 >= p->cpu_limit_usec),
                 .output_truncated = rep.output_truncated,
                 .oom_kills = oom,
-                .oom_unobservable = !cg,
+                .oom_unobservable = !p->cg,
         };
 
         RunOutput out = {
@@ -571,7 +638,8 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 .stderr_truncated = rep.err.truncated,
                 .cpu_usec = cpu,
                 .memory_peak = peak > 0 ? peak : (uint64_t) ru.ru_maxrss * 1024ULL,
-                .uid = lease->uid,
+                .uid = p->lease->uid,
+                .warm = warm,
         };
         /* The API returns JSON text: bytes that are not UTF-8 (or a sequence the cap cut) become U+FFFD. */
         r = utf8_sanitize(rep.out.data, rep.out.len, &out.stdout_text, &out.stdout_len);
@@ -582,7 +650,7 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 run_output_done(&out);
                 return fail(reterr, "result", r, NULL);
         }
-        memcpy(out.id, out_id, sizeof(out.id));
+        memcpy(out.id, p->id, sizeof(out.id));
         uint64_t rep_root = rep.child_root_usec, rep_sync = rep.child_sync_usec,
                  rep_creds = rep.child_creds_usec, rep_ack = rep.ack_usec, rep_first = rep.first_output_usec,
                  rep_exit = rep.exit_usec;
@@ -593,26 +661,44 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
                 return fail(reterr, "result", r, NULL);
         }
 
-        /* Step 11: the cgroup, then the UID (the cleanup attributes would do the same on every error path).
-         */
-        cg = cgroup_run_destroy(cg);
-        lease = uidpool_release(lease);
+        /* Step 11: the relay, the cgroup, then the UID. */
+        uint64_t p_start = p->start, t_uid = p->t_uid, t_cgroup = p->t_cgroup, t_clone = p->t_clone,
+                 t_spawned = p->t_spawned, t_released = p->t_released;
+        owned = prepared_run_free(TAKE_PTR(owned));
         uint64_t end = now_usec();
-        out.duration_usec = end - start;
+        /* A warm run's clock starts with its request (its code): its set-up happened before, and is
+         * reported in the phases all the same. A cold run's user code starts with the final stage. */
+        uint64_t code_start = warm ? start : rep_ack;
+        out.duration_usec = end - (warm ? start : p_start);
         out.timing = (RunTiming){
-                .uid = t_uid - start,
+                .uid = t_uid - p_start,
                 .cgroup = t_cgroup - t_uid,
                 .spawn = t_spawned - t_clone,
                 .attach = t_released - t_spawned,
                 .root = rep_root > t_clone ? rep_root - t_clone : 0,
                 .creds_seccomp = rep_creds > rep_sync && rep_sync > 0 ? rep_creds - rep_sync : 0,
                 .interpreter = rep_ack > rep_creds && rep_creds > 0 ? rep_ack - rep_creds : 0,
-                .first_output = rep_first > rep_ack && rep_ack > 0 ? rep_first - rep_ack : 0,
-                .user_code = rep_exit > rep_ack && rep_ack > 0 ? rep_exit - rep_ack : 0,
+                .first_output = rep_first > code_start && code_start > 0 ? rep_first - code_start : 0,
+                .user_code = rep_exit > code_start && code_start > 0 ? rep_exit - code_start : 0,
                 .cleanup = rep_exit > 0 && end > rep_exit ? end - rep_exit : 0,
         };
         *ret = out;
         return 0;
+}
+
+int prepared_run_execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_len,
+                         uint64_t timeout_usec, RunOutput *ret, RunFailure *reterr) {
+        return execute(sb, p, code, code_len, timeout_usec, /* warm= */ true, ret, reterr);
+}
+
+int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *reterr) {
+        PreparedRun *p = NULL;
+        int r;
+
+        r = sandbox_prepare(sb, req, &p, reterr);
+        if (r < 0)
+                return r;
+        return execute(sb, p, req->code, req->code_len, req->timeout_usec, /* warm= */ false, ret, reterr);
 }
 
 void run_output_done(RunOutput *out) {

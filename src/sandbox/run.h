@@ -14,6 +14,7 @@
 #include "runtime/runtime.h"
 
 typedef struct Config Config;
+typedef struct PreparedRun PreparedRun;
 typedef struct Sandbox Sandbox;
 
 typedef struct RunRequest {
@@ -53,6 +54,7 @@ typedef struct RunOutput {
         uint64_t cpu_usec;      /* user + system of the whole run */
         uint64_t memory_peak;   /* bytes, 0 when the cgroup cannot tell */
         uid_t uid;
+        bool warm; /* prepared before its request arrived (sandbox_prepare()) */
         RunTiming timing;
 } RunOutput;
 
@@ -69,7 +71,21 @@ int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr);
 Sandbox *sandbox_free(Sandbox *sb);
 
 /* 0 when the snippet ran, whatever its result; negative errno when the sandbox failed, with *reterr
- * set (the caller frees reterr->detail with run_failure_done()). */
+ * set (the caller frees reterr->detail with run_failure_done()). sandbox_prepare() then
+ * prepared_run_execute(), in one go. */
 int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *reterr);
+
+/* A run made ahead of its code (steps 2–7): UID, cgroup or scope, namespaces, root, credentials, both
+ * seccomp stages, the interpreter started and blocked reading fd 3. Nothing of a user's has run in it;
+ * its wall-clock deadline starts when the code is given. req->code is not used; language, network and
+ * memory_max are, and prepared_run_matches() tells whether a later request can use it. */
+int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFailure *reterr);
+bool prepared_run_matches(const Sandbox *sb, const PreparedRun *p, const RunRequest *req);
+/* Gives the run its code and finishes it (steps 8–11). Consumes p, whatever the outcome. A failure of a
+ * run that waited (the child died meanwhile) is worth one retry with a fresh run. */
+int prepared_run_execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_len,
+                         uint64_t timeout_usec, RunOutput *ret, RunFailure *reterr);
+/* Kills and reaps a run that never got its code, and frees what it held. NULL-safe. */
+PreparedRun *prepared_run_free(PreparedRun *p);
 void run_output_done(RunOutput *out);
 void run_failure_done(RunFailure *f);

@@ -64,6 +64,11 @@ struct Api {
         const Config *cfg;
         Sandbox *sandbox; /* made at the first run: a connection that only asks /health never pays for it */
         Admit *admit;     /* likewise */
+        /* prewarm: after a run's answer is sent, the next run of the same kind is prepared (up to its
+         * interpreter waiting for code), so that the connection's next request skips the set-up. */
+        PreparedRun *warm;
+        RunRequest warm_request; /* language, network: what the last run asked for */
+        bool want_warm;
 };
 
 typedef int (*ApiHandler)(Api *api, const ApiRequest *req, ApiResponse *resp);
@@ -114,9 +119,26 @@ int api_new(const Config *cfg, Api **ret) {
         return 0;
 }
 
+void api_prepare_next(Api *api) {
+        RunFailure failure = { 0 };
+        int r;
+
+        if (!api->want_warm || api->warm || !api->sandbox)
+                return;
+        api->want_warm = false;
+        r = sandbox_prepare(api->sandbox, &api->warm_request, &api->warm, &failure);
+        if (r < 0) {
+                /* Only lost time: the next request makes its run itself and reports any failure. */
+                log_debug_errno(r, "Cannot prepare the next run (step '%s'), ignoring: %m",
+                                failure.step ? failure.step : "?");
+                run_failure_done(&failure);
+        }
+}
+
 Api *api_free(Api *api) {
         if (!api)
                 return NULL;
+        prepared_run_free(api->warm); /* before the sandbox: it kills and reaps the waiting run */
         sandbox_free(api->sandbox);
         admit_free(api->admit);
         free(api);
@@ -636,8 +658,25 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
         run = (RunRequest){
                 .language = language, .code = code, .code_len = run.code_len, .network = p.network
         };
-        r = sandbox_run(api->sandbox, &run, &out, &failure);
+        if (api->warm && prepared_run_matches(api->sandbox, api->warm, &run)) {
+                r = prepared_run_execute(api->sandbox, TAKE_PTR(api->warm), code, run.code_len, 0, &out,
+                                         &failure);
+                if (r < 0) {
+                        /* It waited for this request and died meanwhile (its scope stopped, a limit
+                         * changed): nothing of the user's ran in it, so a fresh run is safe. */
+                        log_debug_errno(r, "Prepared run failed at '%s', running afresh: %m", failure.step);
+                        run_failure_done(&failure);
+                        r = sandbox_run(api->sandbox, &run, &out, &failure);
+                }
+        } else {
+                api->warm = prepared_run_free(api->warm);
+                r = sandbox_run(api->sandbox, &run, &out, &failure);
+        }
         ticket = admit_release(ticket); /* the slots go as soon as the run is over, not with the answer */
+        if (cfg->prewarm) {
+                api->warm_request = (RunRequest){ .language = run.language, .network = run.network };
+                api->want_warm = true;
+        }
         if (r < 0) {
                 r = reply_sandbox_failure(resp, r, &failure);
                 run_failure_done(&failure);

@@ -61,3 +61,7 @@ int api_handle(Api *api, const ApiRequest *req, ApiResponse *ret);
 int api_error(unsigned status, int code, const char *message, ApiResponse *ret);
 
 void api_response_done(ApiResponse *resp);
+
+/* Called once an answer has been sent: with prewarm on and after a run, prepares the next run of the
+ * same language and network while the connection is idle. Never fails (a failure only costs time). */
+void api_prepare_next(Api *api);

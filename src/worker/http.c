@@ -248,6 +248,8 @@ static void request_completed(void *cls, struct MHD_Connection *connection, void
                 request_reset(rq);
         *req_cls = NULL;
         phase_enter(h, PHASE_IDLE);
+        if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+                api_prepare_next(h->api); /* the answer is out: use the idle time for the next run */
 }
 
 /* Queues resp; its body goes to libmicrohttpd. */

@@ -237,6 +237,12 @@ static void request_completed(void *cls, struct MHD_Connection *connection, void
         Request *rq = *req_cls;
         const union MHD_ConnectionInfo *info;
         unsigned status = rq ? rq->resp.status : 0;
+        const char *conn_header;
+        bool closing;
+
+        /* A client that said it closes after this answer gets no prepared run: it would be killed unused. */
+        conn_header = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION);
+        closing = conn_header && strcasestr(conn_header, "close");
 
         /* libmicrohttpd's own answers (431, 400 for a malformed request) are known only to it. */
         info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_HTTP_STATUS);
@@ -248,7 +254,7 @@ static void request_completed(void *cls, struct MHD_Connection *connection, void
                 request_reset(rq);
         *req_cls = NULL;
         phase_enter(h, PHASE_IDLE);
-        if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !closing)
                 api_prepare_next(h->api); /* the answer is out: use the idle time for the next run */
 }
 

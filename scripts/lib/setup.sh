@@ -11,7 +11,7 @@ BUILD_PACKAGES=(gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libjs
                 libyaml-dev libmicrohttpd-dev libcmocka-dev scdoc)
 RUNTIME_PACKAGES=(python3 python3-requests python3-httpx python3-jinja2 python3-socks python3-numpy
                   python3-pandas nodejs)
-TEST_PACKAGES=(python3-pytest procps util-linux iproute2 systemd-container dbus)
+TEST_PACKAGES=(python3-pytest procps util-linux iproute2 systemd-container dbus python3-matplotlib)
 
 step() { printf '==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

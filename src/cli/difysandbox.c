@@ -205,6 +205,7 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 .uid = out.uid,
                 .stdout_bytes = out.stdout_len,
                 .stderr_bytes = out.stderr_len,
+                .egress_denials = out.egress_denials,
         });
 
         r = print_output(&out, timing);

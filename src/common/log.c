@@ -72,12 +72,12 @@ void log_run_record(const RunRecord *rec) {
                                     rec->language, rec->result, rec->exit_code, rec->duration_usec / 1000);
                 return;
         }
-        (void) sd_journal_send("MESSAGE=Run %s (%s) finished: %s, exit code %d", rec->id, rec->language,
-                               rec->result, rec->exit_code, "MESSAGE_ID=" MESSAGE_RUN_FINISHED_STR,
-                               "PRIORITY=%i", LOG_INFO, "DIFYSANDBOX_RUN_ID=%s", rec->id, "LANGUAGE=%s",
-                               rec->language, "RESULT=%s", rec->result, "EXIT_CODE=%i", rec->exit_code,
-                               "DURATION_USEC=%" PRIu64, rec->duration_usec, "CPU_USEC=%" PRIu64,
-                               rec->cpu_usec, "MEMORY_PEAK=%" PRIu64, rec->memory_peak, "UID=%u",
-                               (unsigned) rec->uid, "STDOUT_BYTES=%" PRIu64, rec->stdout_bytes,
-                               "STDERR_BYTES=%" PRIu64, rec->stderr_bytes, NULL);
+        (void) sd_journal_send(
+                "MESSAGE=Run %s (%s) finished: %s, exit code %d", rec->id, rec->language, rec->result,
+                rec->exit_code, "MESSAGE_ID=" MESSAGE_RUN_FINISHED_STR, "PRIORITY=%i", LOG_INFO,
+                "DIFYSANDBOX_RUN_ID=%s", rec->id, "LANGUAGE=%s", rec->language, "RESULT=%s", rec->result,
+                "EXIT_CODE=%i", rec->exit_code, "DURATION_USEC=%" PRIu64, rec->duration_usec,
+                "CPU_USEC=%" PRIu64, rec->cpu_usec, "MEMORY_PEAK=%" PRIu64, rec->memory_peak, "UID=%u",
+                (unsigned) rec->uid, "STDOUT_BYTES=%" PRIu64, rec->stdout_bytes, "STDERR_BYTES=%" PRIu64,
+                rec->stderr_bytes, "EGRESS_DENIALS=%u", rec->egress_denials, NULL);
 }

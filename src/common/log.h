@@ -38,6 +38,7 @@ typedef struct RunRecord {
         uint64_t duration_usec, cpu_usec, memory_peak;
         uid_t uid;
         uint64_t stdout_bytes, stderr_bytes; /* sizes only: never code or output */
+        unsigned egress_denials;             /* destinations the egress proxy refused */
 } RunRecord;
 
 /* One structured record per run (DESIGN §3 step 11), with MESSAGE_ID=MESSAGE_RUN_FINISHED_STR. */

@@ -54,7 +54,8 @@ typedef struct RunOutput {
         uint64_t cpu_usec;      /* user + system of the whole run */
         uint64_t memory_peak;   /* bytes, 0 when the cgroup cannot tell */
         uid_t uid;
-        bool warm; /* prepared before its request arrived (sandbox_prepare()) */
+        bool warm;               /* prepared before its request arrived (sandbox_prepare()) */
+        unsigned egress_denials; /* destinations the egress proxy refused */
         RunTiming timing;
 } RunOutput;
 

@@ -702,7 +702,8 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
                                      .memory_peak = out.memory_peak,
                                      .uid = out.uid,
                                      .stdout_bytes = out.stdout_len,
-                                     .stderr_bytes = out.stderr_len });
+                                     .stderr_bytes = out.stderr_len,
+                                     .egress_denials = out.egress_denials });
 
         r = run_data(&out, &data);
         run_output_done(&out);

@@ -7,10 +7,18 @@ not deny. Runs reach it only through the relay; everything the policy refuses mu
 be reported, and never be connected to: listeners of the test on the host's loopback and on the host's own
 198.51.100.1 count the connections they get, which must stay zero.
 
+Chaining (proxy.http, proxy.https, proxy.socks5) goes to upstream proxies of the test on 127.0.0.1, which record
+what they are asked and forward only to "the internet". The cloud metadata address is made real for one test:
+169.254.169.254 inside the namespace with a counting listener, and a host route to it over the veth, in a routing
+table of the test's own that only sockets of the relay's UID use (the host's own traffic to a metadata service
+is not diverted). The last test runs 1000 runs with network through `difysandbox serve` and looks for what they
+leave behind.
+
 Needs root (namespaces, veth), `ip`, `openssl`, and the real `difysandbox run --network` (see conftest).
-Every namespace and link made here is removed by the fixture's finalizer, even when a test fails.
+Every namespace, link, route and rule made here is removed by the fixtures' finalizers, even when a test fails.
 """
 
+import base64
 import json
 import os
 import re
@@ -18,16 +26,20 @@ import shutil
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import tempfile
 import textwrap
 import threading
 import time
+import urllib.parse
 import uuid
 
 import pytest
+import requests
 
-from conftest import CANARY_NAME, CANARY_VALUE, command, parse_output
+from conftest import CANARY_NAME, CANARY_VALUE, UID_MAX, UID_MIN, command, parse_output
+from serve_helpers import Server, yaml_config
 
 HOST_ADDRESS = '198.51.100.1'  # the host's end of the veth: one of "this host's own addresses"
 INET_ADDRESS = '198.51.100.2'  # "the internet"
@@ -216,9 +228,18 @@ def run_env(extra=None):
     return env
 
 
-def run_network(code, language='python3', env=None, timeout=120):
-    proc = subprocess.run(command(language, ('--network', '--timeout', RUN_TIMEOUT)), input=code.encode(),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=run_env(env), timeout=timeout)
+def run_network(code, language='python3', env=None, timeout=120, config=None):
+    """`difysandbox run --network`; with config (flat keys: values), `difysandbox --config FILE run ...` with
+    only that file (and the environment) as its configuration."""
+    argv = command(language, ('--network', '--timeout', RUN_TIMEOUT))
+    with tempfile.TemporaryDirectory(prefix='dsbt-egress-config-') as tmp:
+        if config is not None:
+            path = os.path.join(tmp, 'config.yaml')
+            with open(path, 'w') as f:
+                f.write(yaml_config(config))
+            argv = [argv[0], '--config', path, *argv[1:]]
+        proc = subprocess.run(argv, input=code.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=run_env(env), timeout=timeout)
     return parse_output(proc.stdout.decode('utf-8'), proc.stderr.decode('utf-8', 'replace'), proc.returncode)
 
 
@@ -450,6 +471,157 @@ def test_raw_tcp_ignoring_the_proxy_reaches_nothing(internet):
     assert internet.own.accepted == 0
 
 
+# -------------------------------------------------------------------------------- the metadata address
+
+METADATA_ADDRESS = '169.254.169.254'
+METADATA_COUNT_PORT = 8081
+
+# Inside the "internet" namespace: a TCP listener on 169.254.169.254:80 that counts every connection it accepts
+# (and answers like a metadata service), and tells the count on 198.51.100.2:8081.
+METADATA_LISTENER = r'''
+import socket, sys, threading
+count = 0
+def serve():
+    global count
+    s = socket.create_server((sys.argv[1], 80))
+    while True:
+        conn, _ = s.accept()
+        count += 1
+        try:
+            conn.settimeout(5)
+            conn.recv(65536)
+            conn.sendall(b'HTTP/1.0 200 OK\r\nContent-Length: 13\r\n\r\nami-id\nsecret')
+        except OSError:
+            pass
+        conn.close()
+threading.Thread(target=serve, daemon=True).start()
+counter = socket.create_server((sys.argv[2], int(sys.argv[3])))
+while True:
+    conn, _ = counter.accept()
+    conn.sendall(str(count).encode())
+    conn.close()
+'''
+
+# What the relay's requests would look like: a process of the relay's UID on the host, in the host's network
+# namespace. Prints the answer of the metadata listener.
+AS_RELAY_CLIENT = r'''
+import socket, sys
+s = socket.create_connection((sys.argv[1], 80), timeout=10)
+s.sendall(b'GET /latest/meta-data/ HTTP/1.0\r\n\r\n')
+data = b''
+while chunk := s.recv(65536):
+    data += chunk
+print(data.split(b'\r\n\r\n', 1)[1].decode())
+'''
+
+
+class Metadata:
+    """169.254.169.254 made real: the address on the "internet" namespace's end of the veth, a counting listener on
+    port 80 there, and a host route to it over the veth. The route is in a routing table of the test's own, used
+    only by sockets of the relay's UID (an `ip rule` with a uidrange): the host's own traffic to a cloud metadata
+    service, if it has one, is not taken away while the test runs. The relay runs as that UID in the host's network
+    namespace, so it is exactly what the route serves."""
+
+    def __init__(self, inet):
+        self.inet = inet
+        self.table = None
+        self.rule = None
+        self.route = None
+        self.listener = None
+
+    def count(self):
+        with socket.create_connection((INET_ADDRESS, METADATA_COUNT_PORT), timeout=10) as s:
+            data = b''
+            while chunk := s.recv(64):
+                data += chunk
+        return int(data)
+
+    def as_relay(self):
+        """Asks the listener from the host as the relay's UID would; its answer."""
+        return subprocess.run(['/usr/bin/python3', '-I', '-c', AS_RELAY_CLIENT, METADATA_ADDRESS], user=RELAY_UID,
+                              group=RELAY_UID, extra_groups=[], capture_output=True, text=True, timeout=30)
+
+    def start(self):
+        inet = self.inet
+        ip('-n', inet.netns, 'addr', 'add', f'{METADATA_ADDRESS}/32', 'dev', inet.ns_link)
+        script = os.path.join(inet.tmp, 'metadata.py')
+        with open(script, 'w') as f:
+            f.write(METADATA_LISTENER)
+        self.listener = subprocess.Popen(
+            ['ip', 'netns', 'exec', inet.netns, '/usr/bin/python3', script, METADATA_ADDRESS, INET_ADDRESS,
+             str(METADATA_COUNT_PORT)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        # A free routing table and rule priority (the same number), with a route nobody else has.
+        used = set(re.findall(r'^(\d+):', ip('rule', 'show').stdout, re.M))
+        for n in range(27100, 27200):
+            if str(n) not in used and not ip('route', 'show', 'table', str(n), check=False).stdout.strip():
+                self.table = str(n)
+                break
+        else:
+            pytest.fail('no free routing table / rule priority in 27100-27199')
+        self.route = ['route', 'add', f'{METADATA_ADDRESS}/32', 'via', INET_ADDRESS, 'dev', inet.host_link,
+                      'table', self.table]
+        ip(*self.route)
+        self.rule = ['rule', 'add', 'priority', self.table, 'to', f'{METADATA_ADDRESS}/32',
+                     'uidrange', f'{RELAY_UID}-{RELAY_UID}', 'lookup', self.table]
+        ip(*self.rule)
+        got = ip('-4', 'route', 'get', METADATA_ADDRESS, 'uid', str(RELAY_UID)).stdout
+        assert f'dev {inet.host_link}' in got, f'the route for the relay UID does not take the veth: {got}'
+
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                self.count()
+                break
+            except (OSError, ValueError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        # The listener is reachable the way the relay would go: else a count of zero would prove nothing.
+        reached = self.as_relay()
+        assert reached.returncode == 0 and reached.stdout == 'ami-id\nsecret\n', \
+            (f'the metadata listener is not reachable from the host as UID {RELAY_UID} over the test route '
+             f'(rp_filter?): {reached}')
+        assert self.count() == 1
+
+    def stop(self):
+        if self.rule:
+            ip(*['rule', 'del', *self.rule[2:]], check=False)
+        if self.route:
+            ip(*['route', 'del', *self.route[2:]], check=False)
+        if self.listener:
+            self.listener.kill()
+            self.listener.wait(timeout=10)
+        if self.table:  # anything left in the table would be the test's: make sure it is empty
+            ip('route', 'flush', 'table', self.table, check=False)
+        # The address goes with the namespace (the internet fixture's finalizer); take it away now all the same.
+        ip('-n', self.inet.netns, 'addr', 'del', f'{METADATA_ADDRESS}/32', 'dev', self.inet.ns_link, check=False)
+
+
+@pytest.fixture
+def metadata(request, internet):
+    meta = Metadata(internet)
+    request.addfinalizer(meta.stop)  # first: whatever start() made is removed, even if it fails halfway
+    meta.start()
+    return meta
+
+
+def test_metadata_address_with_a_real_listener(internet, metadata):
+    before, before_inet = metadata.count(), internet.count()
+    res = run_network(textwrap.dedent(f'''
+        import json, requests
+        r = requests.get('http://{METADATA_ADDRESS}/latest/meta-data/', timeout=20)
+        print(json.dumps({{'status': r.status_code, 'body': r.text}}))
+    '''))
+    data = result_json(res)
+    reason = f'link-local address {METADATA_ADDRESS} (cloud metadata) is not reachable from runs'
+    assert data['status'] == 403 and data['body'].startswith('difysandbox egress proxy: '), data
+    assert reason in data['body'] and 'secret' not in data['body'], data
+    assert_denial_reported(res, METADATA_ADDRESS, reason)
+    assert metadata.count() == before, 'the relay connected to the metadata listener'
+    assert internet.count() == before_inet
+
+
 # --------------------------------------------------------------------------------------------- Node.js
 
 def test_node_fetch_and_http_get_through_the_shim(internet):
@@ -559,6 +731,254 @@ def test_deny_list_and_allow_list(internet):
     assert internet.own.accepted == before + 1
 
 
+# ------------------------------------------------------------------------------------- chained proxies
+
+SOCKS_NAMES = {'inet.test': INET_ADDRESS}  # what the test's SOCKS5 proxy resolves itself (the relay must not)
+
+
+def recv_exactly(sock, n):
+    data = b''
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError(f'closed after {len(data)} of {n} bytes')
+        data += chunk
+    return data
+
+
+def splice(a, b):
+    """Copies both ways between two sockets until both directions have ended, then closes them."""
+    def copy(src, dst):
+        try:
+            while chunk := src.recv(65536):
+                dst.sendall(chunk)
+        except OSError:
+            pass
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+    other = threading.Thread(target=copy, args=(b, a), daemon=True)
+    other.start()
+    copy(a, b)
+    other.join(30)
+    a.close()
+    b.close()
+
+
+class UpstreamProxy:
+    """An upstream proxy of the test on 127.0.0.1:<free port>, as proxy.http/proxy.https (kind 'http': absolute-form
+    requests, forwarded in origin form, and CONNECT, tunnelled) or proxy.socks5 (kind 'socks5': no authentication,
+    CONNECT only). It records what it is asked (`seen`) and the connections it accepts, and goes on only to "the
+    internet" (198.51.100.2): anything else gets a refusal, so that nothing but the test's own namespace is ever
+    connected to."""
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.sock = socket.create_server(('127.0.0.1', 0))
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.seen = []
+        self.errors = []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+
+    def handle(self, conn):
+        conn.settimeout(20)
+        try:
+            (self.socks5 if self.kind == 'socks5' else self.http)(conn)
+        except (OSError, ValueError) as e:
+            self.errors.append(repr(e))
+            conn.close()
+
+    def http(self, conn):
+        head = b''
+        while b'\r\n\r\n' not in head:
+            chunk = conn.recv(65536)
+            if not chunk:
+                raise ConnectionError(f'closed before a whole request head: {head!r}')
+            head += chunk
+        head, rest = head.split(b'\r\n\r\n', 1)
+        line, *fields = head.decode('latin-1').split('\r\n')
+        self.seen.append({'line': line, 'headers': [tuple(f.split(': ', 1)) for f in fields]})
+        method, target, version = line.split(' ')
+        if method == 'CONNECT':
+            host, port = target.rsplit(':', 1)
+            destination, forward = (host.strip('[]'), int(port)), rest
+        else:
+            url = urllib.parse.urlsplit(target)
+            destination = (url.hostname, url.port or 80)
+            kept = [f for f in fields if not f.lower().startswith('proxy-authorization:')]
+            path = url.path + ('?' + url.query if url.query else '')
+            forward = '\r\n'.join([f'{method} {path} {version}', *kept, '', '']).encode('latin-1') + rest
+        if destination[0] != INET_ADDRESS:
+            conn.sendall(b'HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')
+            conn.close()
+            return
+        upstream = socket.create_connection(destination, timeout=20)
+        if method == 'CONNECT':
+            conn.sendall(b'HTTP/1.1 200 Connection established\r\n\r\n')
+        upstream.sendall(forward)
+        splice(conn, upstream)
+
+    def socks5(self, conn):
+        version, n = recv_exactly(conn, 2)
+        methods = list(recv_exactly(conn, n))
+        conn.sendall(b'\x05\x00')  # no authentication
+        version, cmd, _, atyp = recv_exactly(conn, 4)
+        if atyp == 1:
+            host = socket.inet_ntop(socket.AF_INET, recv_exactly(conn, 4))
+        elif atyp == 3:
+            host = recv_exactly(conn, recv_exactly(conn, 1)[0]).decode('latin-1')
+        else:
+            host = socket.inet_ntop(socket.AF_INET6, recv_exactly(conn, 16))
+        port = struct.unpack('>H', recv_exactly(conn, 2))[0]
+        self.seen.append({'version': version, 'methods': methods, 'cmd': cmd, 'atyp': atyp, 'host': host,
+                          'port': port})
+        address = SOCKS_NAMES.get(host, host)
+        if version != 5 or cmd != 1 or address != INET_ADDRESS:
+            conn.sendall(b'\x05\x02\x00\x01' + bytes(6))  # connection not allowed by ruleset
+            conn.close()
+            return
+        upstream = socket.create_connection((address, port), timeout=20)
+        conn.sendall(b'\x05\x00\x00\x01' + socket.inet_aton(address) + struct.pack('>H', port))
+        splice(conn, upstream)
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def upstream_http():
+    proxy = UpstreamProxy('http')
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture
+def upstream_socks5():
+    proxy = UpstreamProxy('socks5')
+    yield proxy
+    proxy.close()
+
+
+def headers_named(seen, name):
+    return [v for k, v in seen['headers'] if k.lower() == name.lower()]
+
+
+def test_chains_to_the_configured_upstream_http_proxy(internet, upstream_http):
+    before = internet.count()
+    config = {'proxy.http': f'http://alice:s3cr%40t@127.0.0.1:{upstream_http.port}'}  # %40: an @ in the password
+    data = result_json(run_network(textwrap.dedent(f'''
+        import json, requests, urllib3
+        urllib3.disable_warnings()
+        r = requests.get('http://{INET_ADDRESS}:{HTTP_PORT}/chained?x=1', timeout=20,
+                         headers={{'Proxy-Authorization': 'Basic c2VjcmV0', 'X-Test': 'kept'}})
+        t = requests.get('https://{INET_ADDRESS}:{HTTPS_PORT}/not-chained', timeout=20, verify=False)
+        print(json.dumps({{'status': r.status_code, 'seen': r.json(), 'tls': [t.status_code, t.json()]}}))
+    '''), config=config))
+    # The answer came back through the test's proxy, which forwarded the request to "the internet".
+    assert data['status'] == 200, data
+    assert data['seen']['line'] == 'GET /chained?x=1 HTTP/1.1', data
+    assert data['seen']['headers'].get('X-Test') == 'kept', data
+    assert upstream_http.errors == [], upstream_http.errors
+    assert len(upstream_http.seen) == 1, upstream_http.seen
+    seen = upstream_http.seen[0]
+    assert seen['line'] == f'GET http://{INET_ADDRESS}:{HTTP_PORT}/chained?x=1 HTTP/1.1', seen
+    assert headers_named(seen, 'Host') == [f'{INET_ADDRESS}:{HTTP_PORT}'], seen
+    # The relay's credentials for the upstream proxy (from the URL), never the run's own.
+    assert headers_named(seen, 'Proxy-Authorization') == ['Basic ' + base64.b64encode(b'alice:s3cr@t').decode()], seen
+    assert headers_named(seen, 'Connection') == ['close'], seen
+    # proxy.http is for plain requests only: without proxy.https, CONNECT goes straight out.
+    assert data['tls'][0] == 200 and data['tls'][1]['line'] == 'GET /not-chained HTTP/1.1', data
+    assert upstream_http.accepted == 1
+    assert internet.count() == before + 2
+
+    # A destination the policy refuses is refused by the relay itself: the upstream proxy never hears of it.
+    res = run_network(textwrap.dedent('''
+        import json, requests
+        r = requests.get('http://10.0.0.1/latest', timeout=20)
+        print(json.dumps({'status': r.status_code, 'body': r.text}))
+    '''), config=config)
+    data = result_json(res)
+    assert data['status'] == 403, data
+    assert 'private address 10.0.0.1 (RFC 1918) is not reachable from runs' in data['body'], data
+    assert_denial_reported(res, '10.0.0.1', 'private address 10.0.0.1 (RFC 1918)')
+    assert upstream_http.accepted == 1 and len(upstream_http.seen) == 1, upstream_http.seen
+    assert internet.count() == before + 2
+
+
+def test_chains_connect_to_the_configured_upstream_https_proxy(internet, upstream_http):
+    before = internet.count()
+    env = {'HTTPS_PROXY': f'http://127.0.0.1:{upstream_http.port}'}  # proxy.https, by its environment override
+    data = result_json(run_network(textwrap.dedent(f'''
+        import json, requests, urllib3
+        urllib3.disable_warnings()
+        r = requests.get('https://{INET_ADDRESS}:{HTTPS_PORT}/chained-tls', timeout=20, verify=False)
+        p = requests.get('http://{INET_ADDRESS}:{HTTP_PORT}/not-chained', timeout=20)
+        print(json.dumps({{'status': r.status_code, 'seen': r.json(), 'plain': [p.status_code, p.json()]}}))
+    '''), env=env))
+    assert data['status'] == 200 and data['seen']['tls'] is True, data
+    assert data['seen']['line'] == 'GET /chained-tls HTTP/1.1', data
+    assert upstream_http.errors == [], upstream_http.errors
+    assert len(upstream_http.seen) == 1, upstream_http.seen
+    seen = upstream_http.seen[0]
+    assert seen['line'] == f'CONNECT {INET_ADDRESS}:{HTTPS_PORT} HTTP/1.1', seen
+    assert headers_named(seen, 'Host') == [f'{INET_ADDRESS}:{HTTPS_PORT}'], seen
+    assert headers_named(seen, 'Proxy-Authorization') == [], seen  # no user in the URL
+    # proxy.https is for CONNECT only: a plain request goes straight out.
+    assert data['plain'][0] == 200 and data['plain'][1]['line'] == 'GET /not-chained HTTP/1.1', data
+    assert upstream_http.accepted == 1
+    assert internet.count() == before + 2
+
+    connect = 'CONNECT 10.0.0.1:443 HTTP/1.1\\r\\nHost: 10.0.0.1:443\\r\\n\\r\\n'
+    res = run_network(RAW_CLIENT + f'print(json.dumps(ask("{connect}")))\n', env=env)
+    data = result_json(res)
+    assert data['status'] == 'HTTP/1.1 403 Forbidden', data
+    assert 'private address 10.0.0.1 (RFC 1918) is not reachable from runs' in data['body'], data
+    assert_denial_reported(res, '10.0.0.1', 'private address 10.0.0.1 (RFC 1918)')
+    assert upstream_http.accepted == 1 and len(upstream_http.seen) == 1, upstream_http.seen
+    assert internet.count() == before + 2
+
+
+def test_chains_to_the_configured_upstream_socks5_proxy(internet, upstream_socks5):
+    before = internet.count()
+    config = {'proxy.socks5': f'socks5h://127.0.0.1:{upstream_socks5.port}'}
+    # inet.test resolves nowhere but in the test's SOCKS5 proxy: the relay must hand the name on unresolved.
+    data = result_json(run_network(textwrap.dedent(f'''
+        import json, requests, urllib3
+        urllib3.disable_warnings()
+        p = requests.get('http://inet.test:{HTTP_PORT}/socks-plain', timeout=20)
+        t = requests.get('https://{INET_ADDRESS}:{HTTPS_PORT}/socks-tls', timeout=20, verify=False)
+        d = requests.get('http://10.0.0.1/', timeout=20)
+        print(json.dumps({{'plain': [p.status_code, p.json()], 'tls': [t.status_code, t.json()],
+                           'denied': [d.status_code, d.text]}}))
+    '''), config=config))
+    assert data['plain'][0] == 200, data
+    assert data['plain'][1]['line'] == 'GET /socks-plain HTTP/1.1', data  # origin form: SOCKS5 is a tunnel
+    assert data['plain'][1]['headers'].get('Host') == f'inet.test:{HTTP_PORT}', data
+    assert data['tls'][0] == 200 and data['tls'][1]['tls'] is True, data
+    assert data['tls'][1]['line'] == 'GET /socks-tls HTTP/1.1', data
+    assert data['denied'][0] == 403, data
+    assert 'private address 10.0.0.1 (RFC 1918) is not reachable from runs' in data['denied'][1], data
+    assert upstream_socks5.errors == [], upstream_socks5.errors
+    common = {'version': 5, 'methods': [0], 'cmd': 1}
+    assert upstream_socks5.seen == [
+        {**common, 'atyp': 3, 'host': 'inet.test', 'port': HTTP_PORT},  # a name as a name
+        {**common, 'atyp': 1, 'host': INET_ADDRESS, 'port': HTTPS_PORT},  # an IP literal as itself
+    ], upstream_socks5.seen
+    assert upstream_socks5.accepted == 2  # and nothing for 10.0.0.1
+    assert internet.count() == before + 2
+
+
 # -------------------------------------------------------------------------------------- the relay's life
 
 def relay_processes(ancestor=None):
@@ -619,3 +1039,203 @@ def test_relay_dies_with_a_killed_worker(internet):
     while any(os.path.exists(f'/proc/{pid}') and pid in relay_processes() for pid in relays):
         assert time.monotonic() < deadline, f'relays {relays} survived the SIGKILL of their worker'
         time.sleep(0.05)
+
+
+# ------------------------------------------------------------------------------------ cleanup after many runs
+
+LEAK_RUNS = 1000
+
+
+class Proc:
+    """One host process as /proc shows it."""
+
+    def __init__(self, pid):
+        with open(f'/proc/{pid}/stat') as f:
+            fields = f.read().rsplit(')', 1)[1].split()
+        with open(f'/proc/{pid}/status') as f:
+            status = f.read()
+        with open(f'/proc/{pid}/cmdline', 'rb') as f:
+            self.argv = [a.decode('utf-8', 'replace') for a in f.read().split(b'\0')[:-1]]
+        self.pid, self.ppid, self.start, self.state = pid, int(fields[1]), int(fields[19]), fields[0]
+        self.uids = [int(u) for u in re.search(r'^Uid:\s+(.*)$', status, re.M).group(1).split()]
+        try:
+            self.netns = os.readlink(f'/proc/{pid}/ns/net')
+        except OSError:
+            self.netns = None  # a zombie: it still counts as a process
+        self.key = (pid, self.start)
+
+    @property
+    def run(self):
+        return any(UID_MIN <= u <= UID_MAX for u in self.uids)
+
+    @property
+    def relay(self):
+        return self.uids[0] == RELAY_UID and bool(self.argv) and \
+            os.path.basename(self.argv[0]) in ('difysandbox', 'difysandbox-worker')
+
+    def __repr__(self):
+        return (f'pid {self.pid} ppid {self.ppid} uids {self.uids} state {self.state} {self.netns} '
+                f'{" ".join(self.argv)[:100]!r}')
+
+
+def process_table():
+    table = {}
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                table[int(entry)] = Proc(int(entry))
+            except (OSError, AttributeError, IndexError, ValueError):
+                pass  # gone meanwhile
+    return table
+
+
+def ancestors(table, pid):
+    chain, seen = [], set()
+    while pid in table and pid not in seen and table[pid].ppid > 1:
+        seen.add(pid)
+        pid = table[pid].ppid
+        chain.append(pid)
+    return chain
+
+
+class HostState:
+    """The host's network namespaces and run/relay processes, with what tells this test's apart from those of
+    other suites or benchmarks going on at the same time on this machine: a process is another's when it descends
+    from a process (other than this test's own ancestors) that was there before the test started. What is left of
+    this test is new, and either still below its `difysandbox serve` or orphaned (up to PID 1)."""
+
+    def __init__(self, listen):
+        self.listen = listen  # serve's argv, kept by its workers and their relays
+        self.table = process_table()
+        self.namespaces = {p.netns for p in self.table.values() if p.netns}
+        self.sandbox = {p.key for p in self.table.values() if self.sandbox_process(p)}
+
+    def sandbox_process(self, p):
+        return p.run or p.relay or self.listen in p.argv
+
+    def new_of_ours(self, baseline, own):
+        """Sandbox processes not in baseline, not another's; and the new namespaces they, or no one else's, hold."""
+        older = {p.pid for p in baseline.table.values()} - own - {1}
+        def another(p):
+            return any(a in older and baseline.table[a].key == self.table[a].key
+                       for a in ancestors(self.table, p.pid) if a in self.table)
+        procs = [p for p in self.table.values() if p.key not in baseline.sandbox and self.sandbox_process(p)
+                 and not another(p) and not (p.relay and self.listen not in p.argv)]
+        holders = {}
+        for p in self.table.values():
+            if p.netns and p.netns not in baseline.namespaces:
+                holders.setdefault(p.netns, []).append(p)
+        namespaces = {ns: ps for ns, ps in holders.items() if not all(another(p) for p in ps)}
+        return procs, namespaces, holders
+
+
+def settled_fds(pid, quiet=0.3, timeout=15):
+    """The worker's open fds ({fd: target, numbers masked}) once they and its children have not changed for `quiet`
+    seconds: after an answer, the worker cleans up the run and prepares the next one (a few milliseconds)."""
+    def state():
+        fds = {}
+        for fd in os.listdir(f'/proc/{pid}/fd'):
+            try:
+                fds[int(fd)] = re.sub(r'\d+', 'N', os.readlink(f'/proc/{pid}/fd/{fd}'))
+            except OSError:
+                pass
+        kids = sorted(p.key for p in process_table().values() if p.ppid == pid)
+        return fds, kids
+    last, since, deadline = state(), time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() - since < quiet:
+        assert time.monotonic() < deadline, f'worker {pid} did not settle within {timeout} s'
+        time.sleep(0.02)
+        now = state()
+        if now != last:
+            last, since = now, time.monotonic()
+    return last[0]
+
+
+def descendants(table, pid):
+    return [p for p in table.values() if pid in ancestors(table, p.pid)]
+
+
+def the_worker(server, timeout=10):
+    """The one worker of serve (the one connection's), once workers of earlier connections are gone."""
+    deadline = time.monotonic() + timeout
+    while len(workers := server.workers()) != 1:
+        assert time.monotonic() < deadline, f'serve has workers {workers}, not one'
+        time.sleep(0.02)
+    return workers[0]
+
+
+def test_no_namespace_or_relay_leak_after_1000_runs():
+    own = {os.getpid(), *ancestors(process_table(), os.getpid())}  # serve is a child: this test's, not another's
+    server = Server()
+    listen = f'127.0.0.1:{server.port}'
+    baseline = HostState(listen)
+    try:
+        server.start()
+        fds_at, started = {}, time.monotonic()
+        with requests.Session() as session:
+            for i in range(1, LEAK_RUNS + 1):
+                r = server.run('print(1)', session=session, enable_network=True)
+                assert r.status_code == 200, (i, r.status_code, r.text)
+                body = r.json()
+                assert body['code'] == 0 and body['data']['stdout'] == '1\n' and body['data']['error'] == '', (i, body)
+                if i in (10, LEAK_RUNS):
+                    worker = the_worker(server)
+                    fds_at[i] = (worker, settled_fds(worker))
+            elapsed = time.monotonic() - started
+            print(f'\n{LEAK_RUNS} runs with network on one connection in {elapsed:.1f} s '
+                  f'({1000 * elapsed / LEAK_RUNS:.1f} ms each, fd checks included)')
+
+            # One connection, one worker, all the way through; its fds did not grow.
+            records = [rec for rec in server.wait_records(LEAK_RUNS) if rec.get('ROUTE') == '/v1/sandbox/run']
+            assert len(records) == LEAK_RUNS, f'{len(records)} run records'
+            assert len({rec['PEER'] for rec in records}) == 1, {rec['PEER'] for rec in records}
+            (worker, fds10), (w1000, fds1000) = fds_at[10], fds_at[LEAK_RUNS]
+            assert worker == w1000, f'the worker changed: {worker} after request 10, {w1000} after {LEAK_RUNS}'
+            if len(fds1000) != len(fds10):
+                fds1000 = settled_fds(worker, quiet=1.0)  # a slow moment is not a leak: what stays is
+            gained = sorted(set(fds1000.items()) - set(fds10.items()))
+            lost = sorted(set(fds10.items()) - set(fds1000.items()))
+            assert len(fds1000) == len(fds10), \
+                (f'worker {worker} has {len(fds10)} open fds after request 10 and {len(fds1000)} after request '
+                 f'{LEAK_RUNS}: gained {gained}, lost {lost}')
+
+            # While the connection is open: at most the run prepared for the next request, and its relay.
+            during = HostState(listen)
+            below = descendants(during.table, worker)
+            relays, runs = [p for p in below if p.relay], [p for p in below if p.run]
+            assert len(relays) <= 1 and len(runs) <= 1, \
+                f'below worker {worker} after request {LEAK_RUNS}: relays {relays}, runs {runs}'
+            below_ns = {p.netns for p in below if p.netns} - {during.table[worker].netns}
+            assert len(below_ns) <= 1, f'the processes below the worker hold network namespaces {below_ns}'
+            procs, namespaces, _ = during.new_of_ours(baseline, own)
+            outside = [p for p in procs if p.pid not in (server.proc.pid, worker) and p not in below]
+            assert not outside, f'processes of runs or relays outside the worker while it serves: {outside}'
+            assert set(namespaces) <= below_ns, \
+                f'network namespaces held outside the worker: {set(namespaces) - below_ns}: {namespaces}'
+
+        # The connection is closed: its worker goes, with the prepared run and its relay.
+        deadline = time.monotonic() + 10
+        while True:
+            procs, namespaces, _ = HostState(listen).new_of_ours(baseline, own)
+            procs = [p for p in procs if p.pid != server.proc.pid]
+            if not procs and not namespaces or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert not procs and not namespaces, \
+            f'left 10 s after the connection closed, serve still up: {procs}; network namespaces {namespaces}'
+        rc = server.stop()
+        assert rc == 0, f'difysandbox serve exited {rc} after SIGTERM:\n{server.log_text()[-3000:]}'
+    finally:
+        if server.proc:
+            server.stop()
+        server.cleanup()
+
+    # serve is gone too: back to the baseline (what other suites do meanwhile on this machine aside).
+    after = HostState(listen)
+    procs, namespaces, holders = after.new_of_ours(baseline, own)
+    others = {ns: ps for ns, ps in holders.items() if ns not in namespaces}
+    print(f'network namespaces on the host: {len(baseline.namespaces)} before, {len(after.namespaces)} after '
+          f'({len(others)} new ones held by other process trees); run/relay processes on the host: '
+          f'{len(baseline.sandbox)} before, {len(after.sandbox)} after')
+    assert not procs, f'processes of runs, relays or serve left after serve stopped: {procs}'
+    assert not namespaces, f'network namespaces left after serve stopped, with their holders: {namespaces}'

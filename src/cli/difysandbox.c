@@ -194,19 +194,9 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 return r;
         }
 
-        log_run_record(&(RunRecord){
-                .id = out.id,
-                .language = language_to_string(req.language),
-                .result = run_result_to_string(out.result),
-                .exit_code = out.exit_code,
-                .duration_usec = out.duration_usec,
-                .cpu_usec = out.cpu_usec,
-                .memory_peak = out.memory_peak,
-                .uid = out.uid,
-                .stdout_bytes = out.stdout_len,
-                .stderr_bytes = out.stderr_len,
-                .egress_denials = out.egress_denials,
-        });
+        RunRecord record;
+        run_output_record(&out, req.language, &record);
+        log_run_record(&record);
 
         r = print_output(&out, timing);
         run_output_done(&out);
@@ -242,26 +232,6 @@ static int verb_check_config(int argc, char **argv) {
         }
         /* FILE alone, or the default file and drop-ins; then the environment's overrides. */
         return config_check_main(optind < argc ? argv[optind] : NULL, show_secrets);
-}
-
-/* The configuration every verb but check-config works with: defaults, then the main file (or FILE
- * given with --config, then no drop-ins) and its drop-ins, then the environment. */
-static int load_config(Config *cfg, const char *file) {
-        _cleanup_(config_error_done) ConfigError err = { 0 };
-        int r;
-
-        r = config_init_defaults(cfg);
-        if (r < 0)
-                return log_error_errno(r, "Cannot set up the configuration: %m");
-        r = config_load(cfg, file, file ? "" : NULL, environ, &err);
-        if (r < 0) {
-                if (err.message)
-                        log_error("Invalid configuration: %s", err.message);
-                else
-                        log_error_errno(r, "Cannot load the configuration: %m");
-                config_done(cfg);
-        }
-        return r;
 }
 
 /* `serve --listen ADDR [--config FILE]`: the HTTP service where systemd is not PID 1 (DESIGN §2). */
@@ -301,7 +271,7 @@ static int verb_serve(Config *cfg, int argc, char **argv) {
         if (config_file) {
                 /* serve's own --config means what the global one does: FILE alone, then the environment */
                 config_done(cfg);
-                r = load_config(cfg, config_file);
+                r = config_setup(cfg, config_file);
                 if (r < 0)
                         return r;
         }
@@ -334,7 +304,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], "check-config") == 0)
                 return verb_check_config(argc - 1, argv + 1) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 
-        r = load_config(&cfg, config_file);
+        r = config_setup(&cfg, config_file);
         if (r < 0)
                 return EXIT_FAILURE;
 

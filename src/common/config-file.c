@@ -1516,6 +1516,24 @@ int config_format(const Config *cfg, FILE *f, bool show_secrets) {
         return ferror(f) ? -EIO : 0;
 }
 
+int config_setup(Config *cfg, const char *file) {
+        _cleanup_(config_error_done) ConfigError err = { 0 };
+        int r;
+
+        r = config_init_defaults(cfg);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the configuration: %m");
+        r = config_load(cfg, file, file ? "" : NULL, environ, &err);
+        if (r < 0) {
+                if (err.message)
+                        log_error("Invalid configuration: %s", err.message);
+                else
+                        log_error_errno(r, "Cannot load the configuration: %m");
+                config_done(cfg);
+        }
+        return r;
+}
+
 int config_check_main(const char *file, bool show_secrets) {
         _cleanup_(config_error_done) ConfigError err = { 0 };
         Config cfg;

@@ -40,6 +40,11 @@ int config_load(Config *cfg, const char *main_file, const char *dropin_dir, char
  * but not kept, is not printed. Returns 0 or -EIO. */
 int config_format(const Config *cfg, FILE *f, bool show_secrets);
 
+/* What every program of ours starts with: defaults, then FILE alone (--config) or the main file and its
+ * drop-ins, then the environment of this process. Logs why a configuration is refused (a logging
+ * function, like config_check_main()); on failure cfg is left empty. */
+int config_setup(Config *cfg, const char *file);
+
 /* `difysandbox check-config [FILE]`: loads FILE (only it: no drop-ins; it must exist) or, without FILE,
  * the default main file and drop-ins, then the overrides of this process's environment. Prints the
  * effective configuration on stdout and returns 0, or logs why it is refused and returns < 0. */

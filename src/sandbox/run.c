@@ -25,6 +25,7 @@
 #include "child.h"
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/log.h"
 #include "common/utf8.h"
 #include "egress.h"
 #include "netns.h"
@@ -700,6 +701,22 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         if (r < 0)
                 return r;
         return execute(sb, p, req->code, req->code_len, req->timeout_usec, /* warm= */ false, ret, reterr);
+}
+
+void run_output_record(const RunOutput *out, Language language, RunRecord *ret) {
+        *ret = (RunRecord){
+                .id = out->id,
+                .language = language_to_string(language),
+                .result = run_result_to_string(out->result),
+                .exit_code = out->exit_code,
+                .duration_usec = out->duration_usec,
+                .cpu_usec = out->cpu_usec,
+                .memory_peak = out->memory_peak,
+                .uid = out->uid,
+                .stdout_bytes = out->stdout_len,
+                .stderr_bytes = out->stderr_len,
+                .egress_denials = out->egress_denials,
+        };
 }
 
 void run_output_done(RunOutput *out) {

@@ -89,4 +89,8 @@ int prepared_run_execute(Sandbox *sb, PreparedRun *p, const char *code, size_t c
 /* Kills and reaps a run that never got its code, and frees what it held. NULL-safe. */
 PreparedRun *prepared_run_free(PreparedRun *p);
 void run_output_done(RunOutput *out);
+
+/* The journal record of a finished run (log_run_record()); it points into out. */
+typedef struct RunRecord RunRecord;
+void run_output_record(const RunOutput *out, Language language, RunRecord *ret);
 void run_failure_done(RunFailure *f);

@@ -693,17 +693,9 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
         resp->facts.uid = (uint32_t) out.uid;
         resp->facts.stdout_bytes = out.stdout_len;
         resp->facts.stderr_bytes = out.stderr_len;
-        log_run_record(&(RunRecord){ .id = out.id,
-                                     .language = resp->facts.language,
-                                     .result = resp->facts.result,
-                                     .exit_code = out.exit_code,
-                                     .duration_usec = out.duration_usec,
-                                     .cpu_usec = out.cpu_usec,
-                                     .memory_peak = out.memory_peak,
-                                     .uid = out.uid,
-                                     .stdout_bytes = out.stdout_len,
-                                     .stderr_bytes = out.stderr_len,
-                                     .egress_denials = out.egress_denials });
+        RunRecord record;
+        run_output_record(&out, language, &record);
+        log_run_record(&record);
 
         r = run_data(&out, &data);
         run_output_done(&out);

@@ -72,25 +72,6 @@ static int connection_take(int *ret_fd) {
         return 0;
 }
 
-/* Defaults, then FILE alone (--config) or the main file and its drop-ins, then the environment. */
-static int config_setup(Config *cfg, const char *file) {
-        _cleanup_(config_error_done) ConfigError error = { 0 };
-        int r;
-
-        r = config_init_defaults(cfg);
-        if (r < 0)
-                return log_error_errno(r, "Cannot set up the configuration: %m");
-        r = config_load(cfg, file, file ? "" : NULL, environ, &error);
-        if (r < 0) {
-                if (error.message)
-                        log_error("Invalid configuration: %s", error.message);
-                else
-                        log_error_errno(r, "Cannot load the configuration: %m");
-                config_done(cfg);
-        }
-        return r;
-}
-
 int main(int argc, char **argv) {
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },

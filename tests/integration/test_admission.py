@@ -25,7 +25,9 @@ SLEEP = 1.0
 
 @pytest.fixture(scope='module')
 def small():
-    limits = {'max_workers': 1, 'max_requests': 3}
+    # Without prewarm: a worker must have a run child only while it serves a request, which is how the
+    # SIGKILL test finds its victim (a prepared run would be a child of an idle worker too).
+    limits = {'max_workers': 1, 'max_requests': 3, 'prewarm': False}
     s = start_server(limits, env={'MAX_WORKERS': '1', 'MAX_REQUESTS': '3'})
     yield s
     s.stop()

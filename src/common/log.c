@@ -79,5 +79,11 @@ void log_run_record(const RunRecord *rec) {
                 "EXIT_CODE=%i", rec->exit_code, "DURATION_USEC=%" PRIu64, rec->duration_usec,
                 "CPU_USEC=%" PRIu64, rec->cpu_usec, "MEMORY_PEAK=%" PRIu64, rec->memory_peak, "UID=%u",
                 (unsigned) rec->uid, "STDOUT_BYTES=%" PRIu64, rec->stdout_bytes, "STDERR_BYTES=%" PRIu64,
-                rec->stderr_bytes, "EGRESS_DENIALS=%u", rec->egress_denials, NULL);
+                rec->stderr_bytes, "EGRESS_DENIALS=%u", rec->egress_denials, "WARM=%i", rec->warm,
+                "PHASE_UID_USEC=%" PRIu64, rec->phase_uid, "PHASE_CGROUP_USEC=%" PRIu64, rec->phase_cgroup,
+                "PHASE_SPAWN_USEC=%" PRIu64, rec->phase_spawn, "PHASE_ATTACH_USEC=%" PRIu64,
+                rec->phase_attach, "PHASE_ROOT_USEC=%" PRIu64, rec->phase_root,
+                "PHASE_CREDS_SECCOMP_USEC=%" PRIu64, rec->phase_creds_seccomp,
+                "PHASE_INTERPRETER_USEC=%" PRIu64, rec->phase_interpreter, "PHASE_USER_CODE_USEC=%" PRIu64,
+                rec->phase_user_code, "PHASE_CLEANUP_USEC=%" PRIu64, rec->phase_cleanup, NULL);
 }

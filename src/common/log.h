@@ -39,6 +39,10 @@ typedef struct RunRecord {
         uid_t uid;
         uint64_t stdout_bytes, stderr_bytes; /* sizes only: never code or output */
         unsigned egress_denials;             /* destinations the egress proxy refused */
+        bool warm;                           /* prepared before its request (prewarm) */
+        /* where the time went (RunTiming, difysandbox run --timing), microseconds */
+        uint64_t phase_uid, phase_cgroup, phase_spawn, phase_attach, phase_root, phase_creds_seccomp,
+                phase_interpreter, phase_user_code, phase_cleanup;
 } RunRecord;
 
 /* One structured record per run (DESIGN §3 step 11), with MESSAGE_ID=MESSAGE_RUN_FINISHED_STR. */

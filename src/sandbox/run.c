@@ -716,6 +716,16 @@ void run_output_record(const RunOutput *out, Language language, RunRecord *ret) 
                 .stdout_bytes = out->stdout_len,
                 .stderr_bytes = out->stderr_len,
                 .egress_denials = out->egress_denials,
+                .warm = out->warm,
+                .phase_uid = out->timing.uid,
+                .phase_cgroup = out->timing.cgroup,
+                .phase_spawn = out->timing.spawn,
+                .phase_attach = out->timing.attach,
+                .phase_root = out->timing.root,
+                .phase_creds_seccomp = out->timing.creds_seccomp,
+                .phase_interpreter = out->timing.interpreter,
+                .phase_user_code = out->timing.user_code,
+                .phase_cleanup = out->timing.cleanup,
         };
 }
 

@@ -160,3 +160,20 @@ def test_network_run_reaches_the_proxy_through_the_wall_and_is_denied_the_host(c
                "r = requests.get('http://127.0.0.1:8194/health', timeout=10)\n"
                "print(r.status_code, r.text.strip())\n")
     assert data["stdout"].startswith("403 difysandbox egress proxy: loopback address 127.0.0.1"), data
+
+
+def test_journal_has_one_run_record_with_its_fields(container):
+    data = run("print('record me')")
+    assert data["stdout"] == "record me\n"
+    time.sleep(0.5)
+    out = container.journal("-o", "json", "--no-pager", "MESSAGE_ID=6b4c976ba6474881ab52fe04f0940326")
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert records, out[-2000:]
+    rec = records[-1]
+    for field in ("DIFYSANDBOX_RUN_ID", "LANGUAGE", "EXIT_CODE", "RESULT", "DURATION_USEC", "CPU_USEC",
+                  "MEMORY_PEAK", "UID", "PHASE_ATTACH_USEC", "PHASE_USER_CODE_USEC"):
+        assert field in rec, (field, rec)
+    assert rec["LANGUAGE"] == "python3" and rec["RESULT"] == "ok" and rec["EXIT_CODE"] == "0"
+    assert 10000 <= int(rec["UID"]) <= 10999
+    # Sizes only: the output itself is never logged.
+    assert "record me" not in out

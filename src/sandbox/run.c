@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -582,6 +583,19 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
         timeout = timeout_usec > 0 ? timeout_usec : cfg->worker_timeout_usec;
         start = now_usec();
 
+        if (warm) {
+                /* A prepared run that died while it waited (its scope was stopped, it was killed) has
+                 * read no code: say so, so that the caller makes a fresh one instead of reporting its
+                 * death as the user's result. */
+                struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+                if (poll(&pfd, 1, 0) > 0) {
+                        r = fail(reterr, "prepared", -ESRCH, NULL);
+                        if (reterr)
+                                reterr->before_code = true;
+                        return r;
+                }
+        }
+
         /* Steps 8–9: code in, output out, deadline. */
         OutputFds ofds = {
                 .pidfd = p->pidfd,
@@ -601,8 +615,11 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
         if (rep.setup_failed) {
                 const char *step = child_step_to_string(rep.failed_step);
                 output_report_done(&rep);
-                return fail(reterr, step ? step : "child", rep.failed_error < 0 ? rep.failed_error : -EIO,
-                            NULL);
+                r = fail(reterr, step ? step : "child", rep.failed_error < 0 ? rep.failed_error : -EIO,
+                         NULL);
+                if (reterr)
+                        reterr->before_code = true; /* the status pipe closes at execve() */
+                return r;
         }
         if (!rep.acked && !rep.timed_out) {
                 /* The interpreter ran without the final stage being confirmed: no result is trusted. */
@@ -610,7 +627,10 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
                 if (asprintf(&detail, "final seccomp stage not confirmed (%s)", rep.err.data) < 0)
                         detail = NULL;
                 output_report_done(&rep);
-                return fail(reterr, "enter", -EPROTO, detail);
+                r = fail(reterr, "enter", -EPROTO, detail);
+                if (reterr)
+                        reterr->before_code = true; /* no final stage, no fd 3: the code was never read */
+                return r;
         }
 
         /* Step 10: classify. */

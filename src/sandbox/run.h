@@ -66,6 +66,7 @@ typedef struct RunFailure {
         const char *step;
         int error;
         char *detail;
+        bool before_code; /* the run failed before it could read its code: retrying runs nothing twice */
 } RunFailure;
 
 int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr);

@@ -661,9 +661,10 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
         if (api->warm && prepared_run_matches(api->sandbox, api->warm, &run)) {
                 r = prepared_run_execute(api->sandbox, TAKE_PTR(api->warm), code, run.code_len, 0, &out,
                                          &failure);
-                if (r < 0) {
+                if (r < 0 && failure.before_code) {
                         /* It waited for this request and died meanwhile (its scope stopped, a limit
-                         * changed): nothing of the user's ran in it, so a fresh run is safe. */
+                         * changed): nothing of the user's ran in it, so a fresh run is safe. Any other
+                         * failure may have run some of the code: it is reported, never repeated. */
                         log_debug_errno(r, "Prepared run failed at '%s', running afresh: %m", failure.step);
                         run_failure_done(&failure);
                         r = sandbox_run(api->sandbox, &run, &out, &failure);

@@ -7,6 +7,7 @@ still answer. Runs as root (the sandbox needs it).
 import collections
 import json
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -531,3 +532,42 @@ def test_worker_binary_on_fd0():
         t.join(timeout=60)
     assert result.get('rc') == 0, result
     assert b'REQUEST=2' in result['stderr'], result  # both requests on the one connection
+
+
+# ---------------------------------------------------------------------------------- prewarm
+
+def _prepared_runs(server):
+    """PIDs of the runs the server's workers hold (children of a worker with a pool UID)."""
+    workers = set(server.workers())
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f'/proc/{entry}/status') as f:
+                status = dict(line.split(':', 1) for line in f if ':' in line)
+        except OSError:
+            continue
+        uid = int(status['Uid'].split()[0])
+        if int(status['PPid']) in workers and 10000 <= uid <= 10999:
+            found.append(int(entry))
+    return found
+
+
+def test_keep_alive_prepares_the_next_run_and_replaces_one_that_died(server):
+    with requests.Session() as s:
+        assert envelope(server.run('print(1)', session=s))['data']['stdout'] == '1\n'
+        deadline = time.monotonic() + 10
+        while not _prepared_runs(server) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        prepared = _prepared_runs(server)
+        assert len(prepared) == 1, prepared  # the next run waits for its code
+        # Killed while it waits (our own child's child): the next request must not see its death.
+        os.kill(prepared[0], signal.SIGKILL)
+        time.sleep(0.2)
+        data = envelope(server.run('print(2)', session=s))['data']
+        assert (data['stdout'], data['exit_code'], data['error']) == ('2\n', 0, ''), data
+        # And a prepared run that is used gives the code its own, full result.
+        time.sleep(0.5)
+        data = envelope(server.run('import sys; print(3); sys.exit(4)', session=s))['data']
+        assert (data['stdout'], data['exit_code']) == ('3\n', 4), data

@@ -23,6 +23,7 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "fileio.h"
 #include "log.h"
 #include "parse.h"
 #include "sandbox/egress-policy.h"
@@ -1217,8 +1218,6 @@ static int walk_stream(LoadContext *ctx, yaml_parser_t *p) {
 /* Reads a whole regular file of at most CONFIG_FILE_SIZE_MAX bytes. */
 static int read_config_file(const char *path, char **ret, size_t *ret_len) {
         _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, allocated = 0;
         struct stat st;
 
         /* O_NONBLOCK: a FIFO put there by mistake must not hang us; fstat() then refuses it. */
@@ -1232,36 +1231,7 @@ static int read_config_file(const char *path, char **ret, size_t *ret_len) {
         if (!S_ISREG(st.st_mode))
                 return -EBADFD;
 
-        for (;;) {
-                ssize_t n;
-
-                if (len == allocated) {
-                        size_t na = allocated ? allocated * 2 : 4096;
-                        char *b;
-
-                        if (allocated > CONFIG_FILE_SIZE_MAX)
-                                return -EFBIG;
-                        b = realloc(buf, na + 1);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                        allocated = na;
-                }
-                n = read(fd, buf + len, allocated - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-                if (len > CONFIG_FILE_SIZE_MAX)
-                        return -EFBIG;
-        }
-        buf[len] = '\0';
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
+        return read_full_fd(fd, CONFIG_FILE_SIZE_MAX, ret, ret_len);
 }
 
 static int load_file(LoadContext *ctx, const char *path) {

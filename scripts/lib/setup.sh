@@ -10,8 +10,9 @@ PREFIX=${PREFIX:-/usr/local}
 BUILD_PACKAGES=(gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libjson-c-dev libsystemd-dev
                 libyaml-dev libmicrohttpd-dev libcmocka-dev scdoc)
 RUNTIME_PACKAGES=(python3 python3-requests python3-httpx python3-jinja2 python3-socks python3-numpy
-                  python3-pandas nodejs)
-TEST_PACKAGES=(python3-pytest procps util-linux iproute2 systemd-container dbus python3-matplotlib)
+                  python3-pandas nodejs python3-pip npm)
+TEST_PACKAGES=(python3-pytest procps util-linux iproute2 systemd-container dbus python3-matplotlib nginx man-db
+               python3-dbus python3-gi)
 
 step() { printf '==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -25,6 +26,10 @@ ensure_packages() {
         for p in "$@"; do
                 # nodejs may come from another repository (nodesource) with /usr/bin/node already there.
                 if [ "$p" = nodejs ] && command -v node >/dev/null; then
+                        continue
+                fi
+                # NodeSource's nodejs package carries npm itself (and conflicts with Debian's npm).
+                if [ "$p" = npm ] && command -v npm >/dev/null; then
                         continue
                 fi
                 dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -112,6 +112,10 @@ static const KeyDef keys[] = {
         { "state_dir",                   KEY_PATH,          F(state_dir),             0 },
         { "runtime_dir",                 KEY_PATH,          F(runtime_dir),           0 },
         { "enter_library",               KEY_PATH,          F(enter_library),         0 },
+        /* dependency generations: src/manager */
+        { "python_requirements",         KEY_PATH,          F(python_requirements),   0 },
+        { "nodejs_packages",             KEY_PATH,          F(nodejs_packages),       0 },
+        { "npm_registry",                KEY_STRING,        F(npm_registry),          0 },
         /* the egress relay of runs with network: src/sandbox/egress.c */
         { "egress_allow",                KEY_EGRESS_RULES,  F(egress_allow),          0 },
         { "egress_deny",                 KEY_EGRESS_RULES,  F(egress_deny),           0 },
@@ -160,6 +164,9 @@ static const EnvOverride env_overrides[] = {
         { "DIFYSANDBOX_STATE_DIR",           "state_dir",                   false },
         { "DIFYSANDBOX_RUNTIME_DIR",         "runtime_dir",                 false },
         { "DIFYSANDBOX_ENTER_LIBRARY",       "enter_library",               false },
+        { "DIFYSANDBOX_PYTHON_REQUIREMENTS", "python_requirements",         false },
+        { "DIFYSANDBOX_NODEJS_PACKAGES",     "nodejs_packages",             false },
+        { "NPM_REGISTRY",                    "npm_registry",                true },
         { "DIFYSANDBOX_EGRESS_ALLOW",        "egress_allow",                false },
         { "DIFYSANDBOX_EGRESS_DENY",         "egress_deny",                 false },
         { "DIFYSANDBOX_EGRESS_MAX_CONNECTIONS",
@@ -1493,6 +1500,8 @@ int config_setup(Config *cfg, const char *file) {
         r = config_init_defaults(cfg);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the configuration: %m");
+        if (!file && access(CONFIG_FILE_PUBLISHED, F_OK) >= 0)
+                file = CONFIG_FILE_PUBLISHED;
         r = config_load(cfg, file, file ? "" : NULL, environ, &err);
         if (r < 0) {
                 if (err.message)

@@ -11,6 +11,11 @@ typedef struct Config Config;
 
 #define CONFIG_FILE_MAIN "/etc/difysandbox/config.yaml"
 #define CONFIG_FILE_DROPIN_DIR "/etc/difysandbox/config.d"
+/* The configuration difysandbox-manager last accepted (ReloadConfig), as config_format() prints it with
+ * secrets: one file, no drop-ins. While it exists, it is what the programs load by default instead of
+ * CONFIG_FILE_MAIN and its drop-ins, so that a file edited but refused by a reload is not used. */
+#define CONFIG_FILE_PUBLISHED_DIR "/run/difysandbox/manager"
+#define CONFIG_FILE_PUBLISHED CONFIG_FILE_PUBLISHED_DIR "/config.yaml"
 
 /* Why a load failed, for the operator: "FILE:LINE: KEY: 'VALUE': REASON", or "environment variable X:
  * KEY: 'VALUE': REASON". Parts that do not apply are left out (a malformed file has no key). */
@@ -40,8 +45,9 @@ int config_load(Config *cfg, const char *main_file, const char *dropin_dir, char
  * but not kept, is not printed. Returns 0 or -EIO. */
 int config_format(const Config *cfg, FILE *f, bool show_secrets);
 
-/* What every program of ours starts with: defaults, then FILE alone (--config) or the main file and its
- * drop-ins, then the environment of this process. Logs why a configuration is refused (a logging
+/* What every program of ours but the manager starts with: defaults, then FILE alone (--config), or
+ * else CONFIG_FILE_PUBLISHED alone if it exists, or else the main file and its drop-ins; then the
+ * environment of this process. Logs why a configuration is refused (a logging
  * function, like config_check_main()); on failure cfg is left empty. */
 int config_setup(Config *cfg, const char *file);
 

@@ -50,12 +50,16 @@ int config_init_defaults(Config *cfg) {
         cfg->state_dir = strdup("/run/difysandbox");
         cfg->runtime_dir = strdup("/var/lib/difysandbox");
         cfg->enter_library = strdup(PKGLIBDIR "/libdifysandbox-enter.so");
+        cfg->python_requirements = strdup("/etc/difysandbox/python-requirements.txt");
+        cfg->nodejs_packages = strdup("/etc/difysandbox/nodejs-packages.txt");
+        cfg->npm_registry = strdup("");
         cfg->egress_allow = calloc(1, sizeof(char *));
         cfg->egress_deny = calloc(1, sizeof(char *));
         if (!cfg->api_key || !cfg->python_path || !cfg->nodejs_path || !cfg->python_pip_mirror_url ||
             !cfg->allowed_syscalls || !cfg->proxy_socks5 || !cfg->proxy_http || !cfg->proxy_https ||
             !cfg->proxy_no_proxy || !cfg->log_path || !cfg->allowed_env_vars || !cfg->state_dir ||
-            !cfg->runtime_dir || !cfg->enter_library || !cfg->egress_allow || !cfg->egress_deny) {
+            !cfg->runtime_dir || !cfg->enter_library || !cfg->python_requirements || !cfg->nodejs_packages ||
+            !cfg->npm_registry || !cfg->egress_allow || !cfg->egress_deny) {
                 config_done(cfg);
                 return -ENOMEM;
         }
@@ -83,6 +87,9 @@ void config_done(Config *cfg) {
         free(cfg->state_dir);
         free(cfg->runtime_dir);
         free(cfg->enter_library);
+        free(cfg->python_requirements);
+        free(cfg->nodejs_packages);
+        free(cfg->npm_registry);
         if (cfg->egress_allow)
                 for (char **s = cfg->egress_allow; *s; s++)
                         free(*s);

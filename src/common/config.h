@@ -39,6 +39,11 @@ typedef struct Config {
         char *runtime_dir;          /* /var/lib/difysandbox: runtime trees per language */
         char *enter_library;        /* the preloaded final seccomp stage on the host */
 
+        /* ours: dependency generations (src/manager, DESIGN §4) */
+        char *python_requirements; /* upstream's python-requirements.txt; missing = empty */
+        char *nodejs_packages;     /* npm specs, one per line; missing = empty */
+        char *npm_registry;        /* npm's registry; empty: npm's own default */
+
         /* ours: the egress relay of runs with network (src/sandbox/egress.c, difysandbox.conf(5)) */
         char **egress_allow;               /* NULL-terminated rules, syntax of src/sandbox/egress-policy.h */
         char **egress_deny;                /* the same */

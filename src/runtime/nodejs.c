@@ -5,19 +5,27 @@
 #include "sandbox/seccomp-policy.h"
 
 /* The bootstrap reads the code from fd 3, which exists only once the enter library has installed the
- * final seccomp stage (src/enter/enter.c); eval() runs it with require() in scope, as upstream does. */
+ * final seccomp stage (src/enter/enter.c); eval() runs it with require() in scope, as upstream does.
+ *
+ * Before that it adds the dependency generation's node_modules/ to the lookup paths of the code's
+ * require(), after the (absent) node_modules directories of /tmp and /: where NODE_PATH would put it, but
+ * without a variable in process.env, which holds only what a run needs (tests/escape/nodejs/environ.js).
+ * Packages found there resolve their own dependencies from their own location, as npm lays them out.
+ * Without a generation the directory does not exist and nothing changes. */
+#define NODEJS_BOOTSTRAP                                                \
+        "module.paths.push('" RUNTIME_PACKAGES_MOUNT "/node_modules');" \
+        "eval(require('fs').readFileSync(3,'utf8'))"
+
 static const char *const nodejs_argv_tail[] = {
         "-e",
-        "eval(require('fs').readFileSync(3,'utf8'))",
+        NODEJS_BOOTSTRAP,
         NULL,
 };
 
 /* Node.js ignores the proxy variables: the shim (src/runtime/nodejs-proxy.js, in the run's
  * /usr/lib/difysandbox) routes http, https and fetch through the egress proxy. */
 static const char *const nodejs_network_argv_tail[] = {
-        "--require", "/usr/lib/difysandbox/nodejs-proxy.js",
-        "-e",        "eval(require('fs').readFileSync(3,'utf8'))",
-        NULL,
+        "--require", "/usr/lib/difysandbox/nodejs-proxy.js", "-e", NODEJS_BOOTSTRAP, NULL,
 };
 
 static const char *const nodejs_environment[] = {

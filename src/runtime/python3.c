@@ -7,9 +7,26 @@
 /* -I: isolated (no PYTHON* variables, no user site, no script directory on sys.path); -B: the root is
  * read-only, so never try to write .pyc files. The bootstrap reads the code from fd 3, which exists only
  * once the enter library has installed the final seccomp stage (src/enter/enter.c), and runs it in
- * __main__ so that `if __name__ == "__main__"` works as in a script. */
+ * __main__ so that `if __name__ == "__main__"` works as in a script.
+ *
+ * Before that it makes the dependency generation's python/ (pip --target) importable, as a site directory
+ * (so the .pth files pip put there work too) placed before the first dist-/site-packages entry: a version
+ * installed there wins over Debian's, the standard library still wins over both. -I ignores PYTHONPATH,
+ * and doing it here rather than in a .pth file of the runtime tree keeps the path next to its mount point
+ * (RUNTIME_PACKAGES_MOUNT) and the order explicit. Without a generation the directory does not exist and
+ * nothing changes. One line, so that tracebacks still show the bootstrap as line 1; its names are deleted
+ * before the code runs in the same globals. */
+#define PYTHON3_PACKAGES RUNTIME_PACKAGES_MOUNT "/python"
+#define PYTHON3_BOOTSTRAP                                                                             \
+        "_s=__import__('sys');_d='" PYTHON3_PACKAGES "';_n=len(_s.path);"                             \
+        "__import__('os').path.isdir(_d) and __import__('site').addsitedir(_d);"                      \
+        "_a=_s.path[_n:];del _s.path[_n:];"                                                           \
+        "_k=next((i for i,p in enumerate(_s.path) if p.endswith('-packages')),_n);_s.path[_k:_k]=_a;" \
+        "del _s,_d,_n,_a,_k;"                                                                         \
+        "exec(compile(__import__('os').fdopen(3,'rb').read(),'<string>','exec'))"
+
 static const char *const python3_argv_tail[] = {
-        "-I", "-B", "-c", "exec(compile(__import__('os').fdopen(3,'rb').read(),'<string>','exec'))", NULL,
+        "-I", "-B", "-c", PYTHON3_BOOTSTRAP, NULL,
 };
 
 /* HOME: glibc asks nscd for the home directory at start-up when it is unset (a socket per run).

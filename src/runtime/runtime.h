@@ -7,6 +7,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Where a run sees its language's current dependency generation (src/common/generation.h), read-only:
+ * python/ (pip --target) for python3, node_modules/ for nodejs. The runtime tree has this directory, empty,
+ * for the mount (scripts/difysandbox-prepare-runtime creates it: keep its PACKAGES_MOUNT_POINT equal). */
+#define RUNTIME_PACKAGES_MOUNT "/usr/lib/difysandbox-packages"
+
 typedef struct Config Config;
 typedef struct SyscallRule SyscallRule;
 

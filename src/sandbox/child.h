@@ -47,14 +47,18 @@ typedef struct ChildReport {
 
 typedef struct RunPlan {
         /* root (rootfs.c): all paths are absolute host paths, computed by the parent */
-        const char *root;           /* the runtime tree, bound read-only as / */
-        const char *root_tmp;       /* <root>/tmp */
-        const char *tmp_options;    /* tmpfs options of /tmp: size, nr_inodes, mode */
-        const char *dev_sources[3]; /* /dev/null, /dev/zero, /dev/urandom */
-        const char *dev_targets[3]; /* <root>/dev/... */
-        const char *support_source; /* the enter library's directory on the host: it and the Node.js
-                                     * proxy shim, nothing else */
-        const char *support_target; /* <root>/usr/lib/difysandbox */
+        const char *root;            /* the runtime tree, bound read-only as / */
+        const char *root_tmp;        /* <root>/tmp */
+        const char *tmp_options;     /* tmpfs options of /tmp: size, nr_inodes, mode */
+        const char *dev_sources[3];  /* /dev/null, /dev/zero, /dev/urandom */
+        const char *dev_targets[3];  /* <root>/dev/... */
+        const char *support_source;  /* the enter library's directory on the host: it and the Node.js
+                                      * proxy shim, nothing else */
+        const char *support_target;  /* <root>/usr/lib/difysandbox */
+        int packages_fd;             /* the dependency generation, a detached read-only mount of the very
+                                      * directory the parent holds share-locked (rootfs_open_packages());
+                                      * -EBADF: no generation, no mount */
+        const char *packages_target; /* <root>RUNTIME_PACKAGES_MOUNT, NULL without a generation */
 
         /* identity and limits */
         uid_t uid;

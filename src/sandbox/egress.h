@@ -18,7 +18,7 @@
 typedef struct Config Config;
 typedef struct EgressRelay EgressRelay;
 
-/* MESSAGE_ID of the journal record of a denial; to move into the message catalog with log.h's. */
+/* MESSAGE_ID of the journal record of a denial (catalog/difysandbox.catalog). */
 #define MESSAGE_EGRESS_DENIED_STR "f127cd6b178f4d42ba2a22463bc2ec24"
 
 /* Forks the relay of the run run_id (its journal records carry it) serving listener_fd, a listening TCP

@@ -3,6 +3,7 @@
 #include "rootfs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -16,6 +17,28 @@ static int bind_readonly(const char *source, const char *target, unsigned long e
                 return -errno;
         if (mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | extra_flags, NULL) < 0)
                 return -errno;
+        return 0;
+}
+
+int rootfs_open_packages(int dir_fd, int *ret_fd) {
+        /* Not noexec: C extensions of Python packages (numpy, pandas) and native Node.js addons are
+         * mmap()ed executable from it, as those of the tree's dist-packages are. */
+        struct mount_attr attr = {
+                .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                .propagation = MS_PRIVATE,
+        };
+        int fd;
+
+        /* Not AT_RECURSIVE: only the directory's own mount, none of what may be mounted below it. */
+        fd = open_tree(dir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (fd < 0)
+                return -errno;
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+                int r = -errno;
+                (void) close(fd);
+                return r;
+        }
+        *ret_fd = fd;
         return 0;
 }
 
@@ -46,6 +69,13 @@ int rootfs_enter(const RunPlan *plan) {
         r = bind_readonly(plan->support_source, plan->support_target, MS_NODEV);
         if (r < 0)
                 return r;
+
+        /* The dependency generation the parent holds locked, already read-only (rootfs_open_packages()):
+         * the very directory that collection leaves alone while the run lasts, whatever `current` says
+         * meanwhile. */
+        if (plan->packages_fd >= 0 &&
+            move_mount(plan->packages_fd, "", AT_FDCWD, plan->packages_target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return -errno;
 
         /* pivot_root(".", ".") stacks the old root under the new one; detaching "." then removes it, so
          * no path leads back to the host (the same trick as nsjail's initCloneNs). */

@@ -26,11 +26,13 @@
 #include "child.h"
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/generation.h"
 #include "common/log.h"
 #include "common/utf8.h"
 #include "egress.h"
 #include "netns.h"
 #include "output.h"
+#include "rootfs.h"
 #include "scope.h"
 #include "seccomp.h"
 #include "uidpool.h"
@@ -174,9 +176,42 @@ static int resolve_tree(const Config *cfg, const Runtime *rt, const char *interp
         return 0;
 }
 
+/* A generation is mounted onto RUNTIME_PACKAGES_MOUNT, which must be a directory of the tree itself (no
+ * symlink on the way, which the mount would follow): trees built before it existed have none, and a run
+ * must not start without the packages it was promised. */
+static int check_packages_mount(const char *root, RunFailure *reterr) {
+        _cleanup_free_ char *target = NULL, *resolved = NULL, *detail = NULL;
+        struct stat st;
+        int r;
+
+        if (asprintf(&target, "%s" RUNTIME_PACKAGES_MOUNT, root) < 0)
+                return fail(reterr, "packages", -ENOMEM, NULL);
+        resolved = realpath(target, NULL);
+        if (!resolved)
+                r = -errno;
+        else if (!streq(resolved, target))
+                r = -ENOTDIR; /* a symlink on the way */
+        else if (stat(target, &st) < 0)
+                r = -errno;
+        else if (!S_ISDIR(st.st_mode))
+                r = -ENOTDIR;
+        else
+                return 0;
+        if (r == -ENOENT || r == -ENOTDIR) {
+                if (asprintf(&detail,
+                             "runtime tree %s has no directory " RUNTIME_PACKAGES_MOUNT
+                             " for the dependency generation: rebuild it with difysandbox-prepare-runtime",
+                             root) < 0)
+                        detail = NULL;
+                return fail(reterr, "packages", r, detail ? detail : target);
+        }
+        return fail(reterr, "packages", r, target);
+}
+
 /* Strings the child needs, computed here because the child allocates nothing. */
 typedef struct PlanStrings {
         char *root_tmp, *tmp_options, *dev_targets[3], *support_source, *support_target, *exec_path;
+        char *packages_target; /* NULL without a generation */
         char **envp;
 } PlanStrings;
 
@@ -187,6 +222,7 @@ static void plan_strings_done(PlanStrings *s) {
                 free(s->dev_targets[i]);
         free(s->support_source);
         free(s->support_target);
+        free(s->packages_target);
         free(s->exec_path);
         if (s->envp)
                 for (char **e = s->envp; *e; e++)
@@ -208,8 +244,11 @@ static const char *const proxy_environment[] = {
 };
 
 static int plan_strings_make(const Config *cfg, const Runtime *rt, bool network, const char *root,
-                             const char *interpreter, PlanStrings *s) {
+                             const char *interpreter, bool packages, PlanStrings *s) {
         size_t n_env = 0;
+
+        if (packages && asprintf(&s->packages_target, "%s" RUNTIME_PACKAGES_MOUNT, root) < 0)
+                return -ENOMEM;
 
         if (asprintf(&s->root_tmp, "%s/tmp", root) < 0 ||
             asprintf(&s->tmp_options, "size=%" PRIu64 ",nr_inodes=%u,mode=1777", cfg->tmp_size, 16384U) <
@@ -344,6 +383,20 @@ static int attach(Sandbox *sb, RunCgroup *cg, const char *id, pid_t pid, const C
         return r < 0 ? fail(reterr, "scope", r, unit) : 0;
 }
 
+/* Releasing the child failed. If it is because the child is gone (EPIPE: nobody reads the sync pipe), it
+ * failed a step of its own before it and said which on its status pipe (whose write ends are all closed
+ * by now, so this read cannot block): report that step rather than the sync. */
+static int sync_failed(int status_fd, int error, RunFailure *reterr) {
+        ChildReport report;
+        const char *step;
+
+        if (error == -EPIPE && read(status_fd, &report, sizeof(report)) == (ssize_t) sizeof(report) &&
+            report.kind == CHILD_REPORT_FAILURE && report.error < 0 &&
+            (step = child_step_to_string(report.step)))
+                return fail(reterr, step, report.error, NULL);
+        return fail(reterr, "sync", error, NULL);
+}
+
 static pid_t clone_child(unsigned long flags) {
         /* Fork-like clone (no new stack): the child runs on a copy of ours. */
         return (pid_t) syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
@@ -356,7 +409,9 @@ struct PreparedRun {
         UidLease *lease;
         RunCgroup *cg;
         EgressRelay *relay;
-        pid_t pid; /* 0 once reaped */
+        char *packages_dir;  /* <runtime_dir>/<language>/packages */
+        Generation packages; /* its current generation when the run was made, share-locked until freed */
+        pid_t pid;           /* 0 once reaped */
         int pidfd, code_fd, status_fd, ack_fd, stdout_fd, stderr_fd;
         uint64_t cpu_limit_usec;
         char id[RUN_ID_LEN + 1];
@@ -380,6 +435,8 @@ PreparedRun *prepared_run_free(PreparedRun *p) {
         (void) safe_close(p->stderr_fd);
         (void) cgroup_run_destroy(p->cg);
         (void) uidpool_release(p->lease);
+        generation_release(&p->packages); /* the run is gone: collection may take it now */
+        free(p->packages_dir);
         free(p);
         return NULL;
 }
@@ -388,15 +445,22 @@ DEFINE_POINTER_CLEANUP(PreparedRun *, prepared_run_free);
 
 bool prepared_run_matches(const Sandbox *sb, const PreparedRun *p, const RunRequest *req) {
         uint64_t memory_max = req->memory_max > 0 ? req->memory_max : sb->cfg->memory_max;
-        return p && p->language == req->language && p->network == req->network &&
-               p->memory_max == memory_max;
+        uint64_t current;
+
+        if (!p || p->language != req->language || p->network != req->network || p->memory_max != memory_max)
+                return false;
+        /* Made before a new generation was switched in: it would serve the old packages, so that "install,
+         * then import" would fail on a keep-alive connection. The caller drops it and makes a fresh run. */
+        if (generation_current(p->packages_dir, &current) < 0)
+                return false;
+        return current == p->packages.number;
 }
 
 int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFailure *reterr) {
         const Config *cfg = sb->cfg;
         _cleanup_(prepared_run_freep) PreparedRun *p = NULL;
         _cleanup_free_ char *root = NULL;
-        _cleanup_close_ int proxy_parent = -EBADF, proxy_child = -EBADF;
+        _cleanup_close_ int proxy_parent = -EBADF, proxy_child = -EBADF, packages_fd = -EBADF;
         PlanStrings strs = { 0 };
         SeccompProgram *exec_stage = NULL, *final_stage = NULL;
         Pipes pipes;
@@ -425,6 +489,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 .language = req->language,
                 .network = req->network,
                 .memory_max = req->memory_max > 0 ? req->memory_max : cfg->memory_max,
+                .packages = GENERATION_NULL,
                 .pidfd = -EBADF,
                 .code_fd = -EBADF,
                 .status_fd = -EBADF,
@@ -434,6 +499,26 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 .cpu_limit_usec = (cfg->cpu_time_usec + 999999) / 1000000 * 1000000,
                 .start = now_usec(),
         };
+
+        /* Step 5's dependencies: the language's current generation, share-locked for as long as the run
+         * lasts, so that it keeps what it started with while new generations come and old ones are
+         * collected. None yet: the run goes without, as before there were any. */
+        if (asprintf(&p->packages_dir, "%s/%s/" PACKAGES_DIR_NAME, cfg->runtime_dir, rt->name) < 0) {
+                p->packages_dir = NULL;
+                return fail(reterr, "init", -ENOMEM, NULL);
+        }
+        r = generation_acquire(p->packages_dir, &p->packages);
+        if (r < 0)
+                return fail(reterr, "packages", r, p->packages_dir);
+        if (p->packages.number > 0) {
+                r = check_packages_mount(root, reterr);
+                if (r < 0)
+                        return r;
+                /* Closed once the child has its copy: the mount lives as long as someone holds it. */
+                r = rootfs_open_packages(p->packages.dir_fd, &packages_fd);
+                if (r < 0)
+                        return fail(reterr, "packages", r, p->packages.path);
+        }
 
         /* Step 2: a UID of the pool; it also owns the run's cgroup name. */
         r = uidpool_take(cfg->state_dir, cfg->uid_min, cfg->uid_max, &p->lease);
@@ -457,7 +542,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         if (r < 0)
                 return fail(reterr, "init", r, NULL);
 
-        r = plan_strings_make(cfg, rt, req->network, root, interpreter, &strs);
+        r = plan_strings_make(cfg, rt, req->network, root, interpreter, p->packages.number > 0, &strs);
         if (r < 0) {
                 plan_strings_done(&strs);
                 return fail(reterr, "init", r, NULL);
@@ -497,6 +582,8 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 .dev_targets = { strs.dev_targets[0], strs.dev_targets[1], strs.dev_targets[2] },
                 .support_source = strs.support_source,
                 .support_target = strs.support_target,
+                .packages_fd = packages_fd,
+                .packages_target = strs.packages_target,
                 .uid = p->lease->uid,
                 .gid = p->lease->uid,
                 .no_caps = sb->no_caps,
@@ -542,6 +629,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         pipes.fds[PIPE_STDOUT][1] = safe_close(pipes.fds[PIPE_STDOUT][1]);
         pipes.fds[PIPE_STDERR][1] = safe_close(pipes.fds[PIPE_STDERR][1]);
         proxy_child = safe_close(proxy_child);
+        packages_fd = safe_close(packages_fd); /* the child has its own copy */
         plan_strings_done(&strs);
         p->code_fd = TAKE_FD(pipes.fds[PIPE_CODE][1]);
         p->status_fd = TAKE_FD(pipes.fds[PIPE_STATUS][0]);
@@ -557,7 +645,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 p->t_spawned = now_usec();
                 r = attach(sb, p->cg, p->id, p->pid, &limits, reterr);
                 if (r >= 0 && write(pipes.fds[PIPE_SYNC][1], "1", 1) != 1)
-                        r = fail(reterr, "sync", -errno, NULL);
+                        r = sync_failed(p->status_fd, -errno, reterr);
                 if (r >= 0 && req->network)
                         r = start_egress(cfg, proxy_parent, p->id, &p->relay, reterr);
         }

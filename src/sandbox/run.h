@@ -60,8 +60,8 @@ typedef struct RunOutput {
 } RunOutput;
 
 /* Why a run could not be made: the step (a ChildStep name or one of the parent's: "uid", "cgroup",
- * "seccomp", "runtime", "pipes", "spawn", "pump", "enter"), the error, and for some steps a detail (a
- * path). */
+ * "seccomp", "runtime", "packages", "pipes", "spawn", "pump", "enter"), the error, and for some steps a
+ * detail (a path, or what the operator should do). */
 typedef struct RunFailure {
         const char *step;
         int error;
@@ -80,7 +80,9 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
 /* A run made ahead of its code (steps 2–7): UID, cgroup or scope, namespaces, root, credentials, both
  * seccomp stages, the interpreter started and blocked reading fd 3. Nothing of a user's has run in it;
  * its wall-clock deadline starts when the code is given. req->code is not used; language, network and
- * memory_max are, and prepared_run_matches() tells whether a later request can use it. */
+ * memory_max are, and prepared_run_matches() tells whether a later request can use it: only while the
+ * language's dependency generation it holds (share-locked, mounted at RUNTIME_PACKAGES_MOUNT) is still the
+ * current one. */
 int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFailure *reterr);
 bool prepared_run_matches(const Sandbox *sb, const PreparedRun *p, const RunRequest *req);
 /* Gives the run its code and finishes it (steps 8–11). Consumes p, whatever the outcome. A failure of a

@@ -36,23 +36,18 @@
 #include "common/config.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/packages.h"
+#include "common/stats.h"
 #include "common/utf8.h"
+#include "manager-client.h"
 #include "sandbox/run.h"
-
-#ifndef LIBEXECDIR
-#define LIBEXECDIR "/usr/libexec"
-#endif
 
 #define USEC_PER_SEC UINT64_C(1000000)
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 #define CONTENT_TYPE_JSON "application/json; charset=utf-8"
 #define CONTENT_TYPE_TEXT "text/plain; charset=utf-8"
 #define BODY_OVERHEAD (64U * 1024U)
-#define PREPARE_RUNTIME LIBEXECDIR "/difysandbox/difysandbox-prepare-runtime"
-#define PREPARE_TIMEOUT_USEC (UINT64_C(600) * USEC_PER_SEC)
-#define RUNTIME_METADATA ".difysandbox-runtime"
-#define RUNTIME_METADATA_MAX (16U << 20)
-#define STDERR_TAIL_MAX 8192U
+#define DEPENDENCY_JOB_TIMEOUT_USEC (UINT64_C(600) * USEC_PER_SEC)
 
 _Static_assert(RUN_ID_LEN < sizeof(((ApiFacts *) NULL)->run_id), "ApiFacts.run_id holds a run id");
 
@@ -69,7 +64,13 @@ struct Api {
         PreparedRun *warm;
         RunRequest warm_request; /* language, network: what the last run asked for */
         bool want_warm;
+        Stats *stats;               /* the shared run statistics; NULL if they cannot be opened */
+        uint64_t config_generation; /* the manager's, when cfg was loaded (api_config_stale()) */
 };
+
+_Static_assert((unsigned) LANGUAGE_PYTHON3 == 0 && (unsigned) LANGUAGE_NODEJS == 1 &&
+                       STATS_LANGUAGES == (unsigned) _LANGUAGE_MAX,
+               "stats index languages as enum Language");
 
 typedef int (*ApiHandler)(Api *api, const ApiRequest *req, ApiResponse *resp);
 
@@ -110,13 +111,24 @@ size_t api_body_max(const Config *cfg) {
 
 int api_new(const Config *cfg, Api **ret) {
         Api *api;
+        int r;
 
         api = calloc(1, sizeof(*api));
         if (!api)
                 return -ENOMEM;
         api->cfg = cfg;
+        /* Statistics are not worth refusing a request for: without them, runs are just not counted. */
+        r = stats_open(cfg->state_dir, &api->stats);
+        if (r < 0)
+                log_warning_errno(r, "Cannot open the shared stats in %s, runs are not counted: %m",
+                                  cfg->state_dir);
+        api->config_generation = stats_config_generation(api->stats);
         *ret = api;
         return 0;
+}
+
+bool api_config_stale(const Api *api) {
+        return api->stats && stats_config_generation(api->stats) != api->config_generation;
 }
 
 void api_prepare_next(Api *api) {
@@ -141,6 +153,7 @@ Api *api_free(Api *api) {
         prepared_run_free(api->warm); /* before the sandbox: it kills and reaps the waiting run */
         sandbox_free(api->sandbox);
         admit_free(api->admit);
+        stats_close(api->stats);
         free(api);
         return NULL;
 }
@@ -554,7 +567,7 @@ static int run_data(const RunOutput *out, json_object **ret) {
 }
 
 /* Takes a request slot and a worker slot; answers 503 or -500 and returns 1 when it cannot. */
-static int run_admit(Api *api, AdmitTicket **ret, ApiResponse *resp) {
+static int run_admit(Api *api, Language language, AdmitTicket **ret, ApiResponse *resp) {
         const Config *cfg = api->cfg;
         uint64_t wait = admit_wait_usec(cfg);
         int r;
@@ -574,6 +587,7 @@ static int run_admit(Api *api, AdmitTicket **ret, ApiResponse *resp) {
         if (r == -EBUSY) {
                 log_warning("Refusing a run: %" PRIu32 " requests (max_requests) are in flight",
                             cfg->max_requests);
+                stats_record_rejected(api->stats, (unsigned) language);
                 return answered(reply_error(resp, 503, -503, "Too many requests"));
         }
         if (r == -ETIMEDOUT) {
@@ -581,6 +595,7 @@ static int run_admit(Api *api, AdmitTicket **ret, ApiResponse *resp) {
                 log_warning("Refusing a run: no worker slot (max_workers=%" PRIu32
                             ") came free within %" PRIu64 " s",
                             cfg->max_workers, wait / USEC_PER_SEC);
+                stats_record_rejected(api->stats, (unsigned) language);
                 return answered(reply_error(resp, 503, -503, "Too many requests"));
         }
         if (r < 0) {
@@ -613,7 +628,8 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
         const char *why;
         RunParams p = { 0 };
         Language language;
-        int r;
+        uint64_t start = now_usec();
+        int active_slot, r;
 
         r = json_parse_body(req, &body, &why);
         if (r == -EBADMSG)
@@ -640,7 +656,7 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
                 return reply_errorf(resp, 400, -400, "code is longer than code_max (%" PRIu64 " bytes)",
                                     cfg->code_max);
 
-        r = run_admit(api, &ticket, resp);
+        r = run_admit(api, language, &ticket, resp);
         if (r != 0)
                 return r < 0 ? r : 0;
         resp->facts.queued_usec = admit_ticket_waited_usec(ticket);
@@ -658,6 +674,7 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
         run = (RunRequest){
                 .language = language, .code = code, .code_len = run.code_len, .network = p.network
         };
+        active_slot = stats_run_begin(api->stats);
         if (api->warm && prepared_run_matches(api->sandbox, api->warm, &run)) {
                 r = prepared_run_execute(api->sandbox, TAKE_PTR(api->warm), code, run.code_len, 0, &out,
                                          &failure);
@@ -674,16 +691,22 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
                 r = sandbox_run(api->sandbox, &run, &out, &failure);
         }
         ticket = admit_release(ticket); /* the slots go as soon as the run is over, not with the answer */
+        stats_run_end(api->stats, active_slot);
         if (cfg->prewarm) {
                 api->warm_request = (RunRequest){ .language = run.language, .network = run.network };
                 api->want_warm = true;
         }
         if (r < 0) {
+                /* The user sees an error: counted as one, with the time it took to fail. */
+                stats_record_run(api->stats, (unsigned) language, STATS_RESULT_ERROR, now_usec() - start);
                 r = reply_sandbox_failure(resp, r, &failure);
                 run_failure_done(&failure);
                 return r;
         }
 
+        stats_record_run(api->stats, (unsigned) language,
+                         stats_result_from_string(run_result_to_string(out.result)), out.duration_usec);
+        stats_add_egress_denials(api->stats, out.egress_denials);
         resp->facts.ran = true;
         (void) snprintf(resp->facts.run_id, sizeof(resp->facts.run_id), "%s", out.id);
         resp->facts.result = run_result_to_string(out.result);
@@ -707,60 +730,33 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
 
 /* ---- /v1/sandbox/dependencies ---- */
 
-/* [{name, version}] from the runtime tree's metadata (written by difysandbox-prepare-runtime, whose
- * "packages" are [{name, version, requested}]). A tree without metadata has no list: an empty one. */
+/* [{name, version}]: what a run can import (packages.h), as upstream lists it. */
 static int dependencies_list(const Config *cfg, Language language, json_object **ret, char **reterr_path) {
-        _cleanup_(json_object_putp) json_object *meta = NULL, *list = NULL;
-        _cleanup_free_ char *path = NULL, *text = NULL;
-        json_object *packages = NULL;
-        size_t len;
+        _cleanup_(json_object_putp) json_object *list = NULL;
+        Package *packages = NULL;
+        size_t n = 0;
         int r;
 
-        list = json_object_new_array();
-        if (!list)
-                return -ENOMEM;
-        if (asprintf(&path, "%s/%s/current/" RUNTIME_METADATA, cfg->runtime_dir,
-                     language_to_string(language)) < 0)
-                return -ENOMEM;
-
-        r = read_full_file(path, RUNTIME_METADATA_MAX, &text, &len);
-        if (r == -ENOENT || r == -ENOTDIR) {
-                *ret = TAKE_PTR(list);
-                return 0;
-        }
-        if (r < 0) {
-                *reterr_path = TAKE_PTR(path);
+        r = packages_list(cfg->runtime_dir, language_to_string(language), &packages, &n, reterr_path);
+        if (r < 0)
                 return r;
-        }
-        meta = json_tokener_parse(text);
-        if (!meta || !json_object_is_type(meta, json_type_object)) {
-                *reterr_path = TAKE_PTR(path);
-                return -EBADMSG;
-        }
-        if (json_object_object_get_ex(meta, "packages", &packages) &&
-            !json_object_is_type(packages, json_type_array)) {
-                *reterr_path = TAKE_PTR(path);
-                return -EBADMSG;
-        }
+        list = json_object_new_array();
+        r = list ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                _cleanup_(json_object_putp) json_object *dep = json_object_new_object();
 
-        for (size_t i = 0; packages && i < json_object_array_length(packages); i++) {
-                _cleanup_(json_object_putp) json_object *dep = NULL;
-                json_object *pkg = json_object_array_get_idx(packages, i), *name = NULL, *version = NULL;
-
-                if (!json_object_object_get_ex(pkg, "name", &name) ||
-                    !json_object_is_type(name, json_type_string) ||
-                    !json_object_object_get_ex(pkg, "version", &version) ||
-                    !json_object_is_type(version, json_type_string)) {
-                        *reterr_path = TAKE_PTR(path);
-                        return -EBADMSG;
-                }
-                dep = json_object_new_object();
-                if (!dep || json_object_object_add(dep, "name", json_object_get(name)) < 0 ||
-                    json_object_object_add(dep, "version", json_object_get(version)) < 0 ||
+                if (!dep ||
+                    json_add_string_utf8(dep, "name", packages[i].name, strlen(packages[i].name)) < 0 ||
+                    json_add_string_utf8(dep, "version", packages[i].version, strlen(packages[i].version)) <
+                            0 ||
                     json_object_array_add(list, dep) < 0)
-                        return -ENOMEM;
-                (void) TAKE_PTR(dep);
+                        r = -ENOMEM;
+                else
+                        (void) TAKE_PTR(dep);
         }
+        packages_free(packages, n);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(list);
         return 0;
 }
@@ -795,187 +791,18 @@ static int api_handle_dependencies(Api *api, const ApiRequest *req, ApiResponse 
 
 /* ---- /v1/sandbox/dependencies/update and /refresh ---- */
 
-/* Keeps the last STDERR_TAIL_MAX bytes that a child wrote. */
-typedef struct Tail {
-        char *data;
-        size_t len;
-} Tail;
-
-static void tail_done(Tail *t) {
-        free(t->data);
-        *t = (Tail){ 0 };
-}
-
-static int tail_append(Tail *t, const char *p, size_t n) {
-        if (!t->data) {
-                t->data = malloc(2 * STDERR_TAIL_MAX + 1);
-                if (!t->data)
-                        return -ENOMEM;
-        }
-        if (n > STDERR_TAIL_MAX) {
-                p += n - STDERR_TAIL_MAX;
-                n = STDERR_TAIL_MAX;
-        }
-        if (t->len + n > 2 * STDERR_TAIL_MAX) {
-                size_t keep = STDERR_TAIL_MAX - n;
-                memmove(t->data, t->data + t->len - keep, keep);
-                t->len = keep;
-        }
-        memcpy(t->data + t->len, p, n);
-        t->len += n;
-        t->data[t->len] = '\0';
-        return 0;
-}
-
-/* The last line with something on it, without its newline; a pointer into t. */
-static const char *tail_last_line(Tail *t) {
-        char *end, *start;
-
-        if (!t->data)
-                return "";
-        end = t->data + t->len;
-        while (end > t->data && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
-                end--;
-        *end = '\0';
-        start = end;
-        while (start > t->data && start[-1] != '\n')
-                start--;
-        return start;
-}
-
-/* In the forked child: stdin and stdout on /dev/null, stderr into the pipe, nothing else open, signals
- * as a fresh program expects them, its own process group so that a timeout kills all of it. */
-static void prepare_child_exec(char *const *argv, int err_fd) __attribute__((noreturn));
-static void prepare_child_exec(char *const *argv, int err_fd) {
-        sigset_t none;
-        int null_fd;
-
-        (void) setpgid(0, 0);
-        if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0)
-                _exit(127);
-        (void) signal(SIGPIPE, SIG_DFL);
-        null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0 ||
-            dup2(err_fd, STDERR_FILENO) < 0)
-                _exit(127);
-        if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
-                _exit(127);
-        execv(argv[0], argv);
-        _exit(127);
-}
-
-/* Runs difysandbox-prepare-runtime LANGUAGE with the config's paths, at most PREPARE_TIMEOUT_USEC.
- * Returns 0 when it exited 0; -EPROTO when it failed (*ret_status: its exit status) and -ETIMEDOUT
- * when it was killed at the bound, each with the tail of its stderr in *tail; another -errno when it
- * could not be run. */
-static int prepare_runtime_run(const Config *cfg, Language language, Tail *tail, int *ret_status) {
-        _cleanup_close_ int pipe_r = -EBADF, pipe_w = -EBADF, pidfd = -EBADF;
-        char uid_min[3 * sizeof(uint32_t) + 1], uid_max[3 * sizeof(uint32_t) + 1];
-        uint64_t deadline = now_usec() + PREPARE_TIMEOUT_USEC;
-        bool timed_out = false, eof = false;
-        int fds[2], status;
-        pid_t pid;
-
-        if (snprintf(uid_min, sizeof(uid_min), "%" PRIu32, cfg->uid_min) >= (int) sizeof(uid_min) ||
-            snprintf(uid_max, sizeof(uid_max), "%" PRIu32, cfg->uid_max) >= (int) sizeof(uid_max))
-                return -ENAMETOOLONG;
-        char *const argv[] = {
-                (char *) PREPARE_RUNTIME,
-                (char *) "--runtime-dir",
-                cfg->runtime_dir,
-                (char *) "--interpreter",
-                language == LANGUAGE_PYTHON3 ? cfg->python_path : cfg->nodejs_path,
-                (char *) "--uid-min",
-                uid_min,
-                (char *) "--uid-max",
-                uid_max,
-                (char *) language_to_string(language),
-                NULL,
-        };
-
-        if (access(PREPARE_RUNTIME, X_OK) < 0)
-                return -errno;
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                return -errno;
-        pipe_r = fds[0];
-        pipe_w = fds[1];
-
-        pid = fork();
-        if (pid < 0)
-                return -errno;
-        if (pid == 0)
-                prepare_child_exec(argv, pipe_w);
-        pipe_w = safe_close(pipe_w);
-
-        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-        if (pidfd < 0) {
-                int r = -errno;
-                (void) kill(-pid, SIGKILL);
-                (void) waitpid(pid, NULL, 0);
-                return r;
-        }
-
-        /* Its stderr until EOF, then its exit, within the bound. */
-        for (;;) {
-                struct pollfd pfd = { .fd = eof ? pidfd : pipe_r, .events = POLLIN };
-                uint64_t now = now_usec();
-                char buf[4096];
-                ssize_t n;
-                int p;
-
-                if (now >= deadline) {
-                        timed_out = true;
-                        (void) kill(-pid, SIGKILL); /* its process group: pip or dpkg helpers included */
-                        break;
-                }
-                p = poll(&pfd, 1,
-                         (int) ((deadline - now + 999) / 1000 > INT_MAX ? INT_MAX
-                                                                        : (deadline - now + 999) / 1000));
-                if (p < 0 && errno != EINTR) {
-                        int r = -errno;
-                        (void) kill(-pid, SIGKILL);
-                        (void) waitpid(pid, NULL, 0);
-                        return r;
-                }
-                if (p <= 0)
-                        continue;
-                if (eof)
-                        break; /* the pidfd is readable: it has exited */
-                n = read(pipe_r, buf, sizeof(buf));
-                if (n < 0 && errno != EINTR && errno != EAGAIN) {
-                        eof = true;
-                        continue;
-                }
-                if (n == 0)
-                        eof = true;
-                else if (n > 0 && tail_append(tail, buf, (size_t) n) < 0) {
-                        (void) kill(-pid, SIGKILL);
-                        (void) waitpid(pid, NULL, 0);
-                        return -ENOMEM;
-                }
-        }
-
-        if (waitpid(pid, &status, 0) < 0)
-                return -errno;
-        if (timed_out)
-                return -ETIMEDOUT;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                *ret_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-                return -EPROTO;
-        }
-        return 0;
-}
-
-/* Rebuilds the runtime tree of ?language= (or {"language"} in the body; python3 when neither says),
- * synchronously: the answer comes when the new generation is current, or with why it is not. */
+/* Both ask difysandbox-manager for a new dependency generation of ?language= (or {"language"} in the
+ * body; python3 when neither says): the requirement file and the packages installed before, reinstalled
+ * (DESIGN §4). The answer comes when the new generation is current, or with why it is not; the current
+ * one keeps serving either way. Runs never need the manager; these two routes do. */
 static int dependencies_rebuild(Api *api, const ApiRequest *req, ApiResponse *resp) {
         _cleanup_(json_object_putp) json_object *body = NULL;
-        _cleanup_(tail_done) Tail tail = { 0 };
+        _cleanup_free_ char *error = NULL;
         const char *name = req->language, *why;
         Language language;
         size_t name_len;
         uint64_t start;
-        int status = 0, r;
+        int r;
 
         if (!name && req->body_len > 0) {
                 r = json_parse_body(req, &body, &why);
@@ -995,29 +822,18 @@ static int dependencies_rebuild(Api *api, const ApiRequest *req, ApiResponse *re
         resp->facts.language = language_to_string(language);
 
         start = now_usec();
-        r = prepare_runtime_run(api->cfg, language, &tail, &status);
+        r = manager_refresh_dependencies(language_to_string(language), DEPENDENCY_JOB_TIMEOUT_USEC, &error);
         if (r == -ENOMEM)
                 return r;
-        if (r == -EPROTO) {
-                const char *line = tail_last_line(&tail);
-                log_error("Preparing the %s runtime failed with status %i: %s", name, status, line);
-                if (*line)
-                        return reply_error(resp, 200, -500, line);
-                return reply_errorf(resp, 200, -500, PREPARE_RUNTIME " %s exited with status %i", name,
-                                    status);
-        }
-        if (r == -ETIMEDOUT) {
-                log_error("Preparing the %s runtime did not finish within %" PRIu64 " s, killed", name,
-                          PREPARE_TIMEOUT_USEC / USEC_PER_SEC);
-                return reply_errorf(resp, 200, -500,
-                                    "preparing the %s runtime did not finish within %" PRIu64 " s", name,
-                                    PREPARE_TIMEOUT_USEC / USEC_PER_SEC);
-        }
         if (r < 0) {
-                log_error_errno(r, "Cannot run '" PREPARE_RUNTIME "': %m");
-                return reply_errorf(resp, 200, -500, "cannot run " PREPARE_RUNTIME ": %s", strerror(-r));
+                log_error("Refreshing the %s dependencies failed: %s", name, error ? error : strerror(-r));
+                if (error)
+                        return reply_error(resp, 200, -500, error);
+                return reply_errorf(resp, 200, -500, "refreshing the %s dependencies failed: %s", name,
+                                    strerror(-r));
         }
-        log_info("Prepared a new %s runtime tree in %" PRIu64 " ms", name, (now_usec() - start) / 1000);
+        log_info("A new %s dependency generation is current, after %" PRIu64 " ms", name,
+                 (now_usec() - start) / 1000);
         return reply_envelope(resp, 200, 0, "success", NULL);
 }
 

@@ -62,6 +62,10 @@ int api_error(unsigned status, int code, const char *message, ApiResponse *ret);
 
 void api_response_done(ApiResponse *resp);
 
+/* Whether difysandbox-manager published a new configuration since the one api was made with: then the
+ * connection makes a new Api from the new configuration before its next request (http.c). */
+bool api_config_stale(const Api *api);
+
 /* Called once an answer has been sent: with prewarm on and after a run, prepares the next run of the
  * same language and network while the connection is idle. Never fails (a failure only costs time). */
 void api_prepare_next(Api *api);

@@ -43,6 +43,7 @@
 
 #include "api.h"
 #include "common/cleanup.h"
+#include "common/config-file.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/parse.h"
@@ -53,7 +54,7 @@
 #define IDLE_TIMEOUT_SEC 30U
 #define RECEIVE_TIMEOUT_USEC (UINT64_C(10) * USEC_PER_SEC)
 #define SEND_TIMEOUT_USEC (UINT64_C(60) * USEC_PER_SEC)
-/* MESSAGE_ID of the per-request record; to move into the project's message catalog. */
+/* MESSAGE_ID of the per-request record (catalog/difysandbox.catalog). */
 #define MESSAGE_REQUEST_FINISHED_STR "afb7818a1c774a8ab23a8cdfef9b6260"
 /* "[" IPv6 "]:" port, or a Unix socket path shortened to fit */
 #define PEER_MAX (INET6_ADDRSTRLEN + 2 + 1 + 5 + 1)
@@ -85,6 +86,8 @@ typedef struct Request {
 
 typedef struct Http {
         const Config *cfg;
+        Config *reloaded_cfg; /* owned: the configuration loaded after a reload, or NULL */
+        bool reloadable;
         Api *api;
         int fd; /* the connection; libmicrohttpd owns it, the loop only polls it while idle */
         char peer[PEER_MAX];
@@ -427,6 +430,41 @@ static int timeout_msec(struct MHD_Daemon *daemon, uint64_t limit_usec) {
         return ms > INT_MAX ? -1 : (int) ms;
 }
 
+/* A request has begun to arrive: if the manager published a new configuration since the Api was made,
+ * the request gets a new Api (sandbox, prepared run, admission) from it. If the new one cannot be
+ * loaded, the old one stays, as the manager's reload does for a refused file. */
+static void reload_if_stale(Http *h) {
+        _cleanup_free_ Config *cfg = NULL;
+        Api *api = NULL;
+        int r;
+
+        if (!h->reloadable || !api_config_stale(h->api))
+                return;
+        cfg = calloc(1, sizeof(*cfg));
+        if (!cfg)
+                return;
+        r = config_setup(cfg, NULL); /* logs why it fails */
+        if (r >= 0) {
+                r = api_new(cfg, &api);
+                if (r < 0)
+                        config_done(cfg);
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Keeping the configuration this connection started with: %m");
+                h->reloadable = false; /* one warning per connection, not one per request */
+                return;
+        }
+        api_free(h->api);
+        h->api = api;
+        if (h->reloaded_cfg)
+                config_done(h->reloaded_cfg);
+        free(h->reloaded_cfg);
+        h->reloaded_cfg = TAKE_PTR(cfg);
+        h->cfg = h->reloaded_cfg;
+        h->body_max = api_body_max(h->cfg);
+        log_debug("Connection from %s: using the configuration the manager published", h->peer);
+}
+
 /* Drives libmicrohttpd until the connection is closed or a limit drops it. */
 static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_mask) {
         while (connections_open(daemon) > 0) {
@@ -444,8 +482,10 @@ static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_m
                         if (p < 0 && errno != EINTR)
                                 return log_error_errno(-errno, "Cannot wait on the connection from %s: %m",
                                                        h->peer);
-                        if (p > 0)
+                        if (p > 0) {
+                                reload_if_stale(h);
                                 phase_enter(h, PHASE_RECEIVING);
+                        }
                         if (MHD_run(daemon) != MHD_YES)
                                 return log_error_errno(
                                         -EIO, "libmicrohttpd failed on the connection from %s", h->peer);
@@ -466,14 +506,17 @@ static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_m
         return 0;
 }
 
-int http_serve_connection(const Config *cfg, int fd) {
+int http_serve_connection(const Config *cfg, bool reloadable, int fd) {
         _cleanup_close_ int conn_fd = fd;
-        _cleanup_(api_freep) Api *api = NULL;
         _cleanup_(MHD_stop_daemonp) struct MHD_Daemon *daemon = NULL;
         struct sockaddr_storage ss = { 0 };
         socklen_t ss_len = sizeof(ss);
         sigset_t stop_signals, idle_mask;
-        Http h = { .cfg = cfg, .fd = fd, .body_max = api_body_max(cfg), .phase = PHASE_IDLE };
+        Http h = { .cfg = cfg,
+                   .reloadable = reloadable,
+                   .fd = fd,
+                   .body_max = api_body_max(cfg),
+                   .phase = PHASE_IDLE };
         int r;
 
         /* A request in progress finishes before a stop takes effect; see serve_loop(). */
@@ -490,10 +533,9 @@ int http_serve_connection(const Config *cfg, int fd) {
         if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
                 return log_error_errno(-errno, "Cannot set close-on-exec on the connection: %m");
 
-        r = api_new(cfg, &api);
+        r = api_new(cfg, &h.api);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the API: %m");
-        h.api = api;
 
         daemon = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL,
                                   handle_request, &h, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
@@ -502,14 +544,18 @@ int http_serve_connection(const Config *cfg, int fd) {
                                   MHD_OPTION_NOTIFY_COMPLETED, request_completed, &h,
                                   MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL, MHD_OPTION_END);
         if (!daemon)
-                return log_error_errno(-EIO, "Cannot start libmicrohttpd for the connection from %s",
-                                       h.peer);
-
-        if (MHD_add_connection(daemon, TAKE_FD(conn_fd), (const struct sockaddr *) &ss, ss_len) != MHD_YES)
-                return log_error_errno(-errno, "Cannot serve the connection from %s: %m", h.peer);
-
-        r = serve_loop(&h, daemon, &idle_mask);
-        MHD_stop_daemon(TAKE_PTR(daemon)); /* closes the connection; a request in it is recorded */
+                r = log_error_errno(-EIO, "Cannot start libmicrohttpd for the connection from %s", h.peer);
+        else if (MHD_add_connection(daemon, TAKE_FD(conn_fd), (const struct sockaddr *) &ss, ss_len) !=
+                 MHD_YES)
+                r = log_error_errno(-errno, "Cannot serve the connection from %s: %m", h.peer);
+        else
+                r = serve_loop(&h, daemon, &idle_mask);
+        if (daemon)
+                MHD_stop_daemon(TAKE_PTR(daemon)); /* closes the connection; a request in it is recorded */
         request_reset(&h.req);
+        h.api = api_free(h.api);
+        if (h.reloaded_cfg)
+                config_done(h.reloaded_cfg);
+        free(h.reloaded_cfg);
         return r;
 }

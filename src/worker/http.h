@@ -5,10 +5,15 @@
  * timeouts); and the journal record of each request. Everything runs on the main thread, because the
  * sandbox's children die with the thread that created them (PR_SET_PDEATHSIG). */
 
+#include <stdbool.h>
+
 typedef struct Config Config;
 
 /* Serves the connection on fd until it is closed, by either side or by a limit, then returns. Takes fd
  * (libmicrohttpd closes it). Returns 0, or a negative errno when the connection could not be served
  * at all (logged). Blocks SIGTERM and SIGINT while a request is in progress, so that a stop lets it
- * finish; between requests either signal ends the process at once. */
-int http_serve_connection(const Config *cfg, int fd);
+ * finish; between requests either signal ends the process at once.
+ *
+ * reloadable: cfg came from the default places (config_setup(NULL)), so when difysandbox-manager
+ * publishes a new configuration, the next request on this connection loads it and uses it. */
+int http_serve_connection(const Config *cfg, bool reloadable, int fd);

@@ -234,7 +234,7 @@ static void worker_run(const Config *cfg, int conn_fd, int listen_fd, int signal
         (void) safe_close(signal_fd);
         if (sigprocmask(SIG_SETMASK, mask, NULL) < 0)
                 _exit(EXIT_FAILURE);
-        r = http_serve_connection(cfg, conn_fd);
+        r = http_serve_connection(cfg, false, conn_fd);
         _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 }
 

@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
 
-        r = http_serve_connection(&cfg, fd);
+        r = http_serve_connection(&cfg, !config_file, fd);
         config_done(&cfg);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -83,8 +83,11 @@ def container():
         c.sh(f"meson install -C {BUILD} --quiet >/dev/null")
         for language in ("python3", "nodejs"):
             c.sh(f"/usr/local/libexec/difysandbox/difysandbox-prepare-runtime {language} >/dev/null")
-        c.sh("systemctl daemon-reload && systemd-tmpfiles --create difysandbox.conf "
-             "&& systemctl start difysandbox.socket")
+        # What a package's scripts do: users, directories, the catalog, the new bus policy, the units.
+        c.sh("systemd-sysusers difysandbox.conf && systemd-tmpfiles --create difysandbox.conf "
+             "&& journalctl --update-catalog "
+             "&& busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig "
+             "&& systemctl daemon-reload && systemctl start difysandbox.socket difysandbox-manager.service")
         deadline = time.time() + 30
         while True:
             try:

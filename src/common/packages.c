@@ -1,0 +1,349 @@
+/* packages: see packages.h. */
+
+#include "packages.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "cleanup.h"
+#include "fileio.h"
+#include "generation.h"
+
+/* A package.json of node_modules, and the header of a METADATA file, are far smaller. */
+#define PACKAGE_JSON_MAX (4U << 20)
+#define METADATA_LINE_MAX 4096U
+#define METADATA_LINES_MAX 10000U
+/* Beyond this many entries a generation is not something an installer made. */
+#define PACKAGES_MAX 100000U
+
+DEFINE_POINTER_CLEANUP(json_object *, json_object_put);
+
+static void closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+
+static void fclosep(FILE **f) {
+        if (*f)
+                (void) fclose(*f);
+}
+
+typedef struct PackageList {
+        Package *items;
+        size_t n, allocated;
+} PackageList;
+
+static void package_list_done(PackageList *l) {
+        l->items = packages_free(l->items, l->n);
+        l->n = l->allocated = 0;
+}
+
+static int package_list_add(PackageList *l, const char *name, const char *version) {
+        _cleanup_free_ char *n = NULL, *v = NULL;
+
+        if (l->n >= PACKAGES_MAX)
+                return -E2BIG;
+        if (l->n == l->allocated) {
+                size_t na = l->allocated ? l->allocated * 2 : 64;
+                Package *p = reallocarray(l->items, na, sizeof(Package));
+
+                if (!p)
+                        return -ENOMEM;
+                l->items = p;
+                l->allocated = na;
+        }
+        n = strdup(name);
+        v = strdup(version);
+        if (!n || !v)
+                return -ENOMEM;
+        l->items[l->n++] = (Package){ .name = TAKE_PTR(n), .version = TAKE_PTR(v) };
+        return 0;
+}
+
+Package *packages_free(Package *packages, size_t n) {
+        for (size_t i = 0; packages && i < n; i++) {
+                free(packages[i].name);
+                free(packages[i].version);
+        }
+        free(packages);
+        return NULL;
+}
+
+static int package_compare(const void *a, const void *b) {
+        const Package *x = a, *y = b;
+        int c = strcasecmp(x->name, y->name);
+
+        return c != 0 ? c : strcmp(x->name, y->name);
+}
+
+/* ---- the runtime tree: the Debian packages ---- */
+
+/* The packages of the runtime tree's metadata at path; a missing file lists nothing. */
+static int read_runtime_metadata(const char *path, PackageList *l) {
+        _cleanup_(json_object_putp) json_object *meta = NULL;
+        _cleanup_free_ char *text = NULL;
+        json_object *packages = NULL;
+        int r;
+
+        r = read_full_file(path, RUNTIME_METADATA_MAX, &text, NULL);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return 0;
+        if (r < 0)
+                return r;
+        meta = json_tokener_parse(text);
+        if (!meta || !json_object_is_type(meta, json_type_object))
+                return -EBADMSG;
+        if (json_object_object_get_ex(meta, "packages", &packages) &&
+            !json_object_is_type(packages, json_type_array))
+                return -EBADMSG;
+
+        for (size_t i = 0; packages && i < json_object_array_length(packages); i++) {
+                json_object *pkg = json_object_array_get_idx(packages, i), *name = NULL, *version = NULL;
+
+                if (!json_object_object_get_ex(pkg, "name", &name) ||
+                    !json_object_is_type(name, json_type_string) ||
+                    !json_object_object_get_ex(pkg, "version", &version) ||
+                    !json_object_is_type(version, json_type_string))
+                        return -EBADMSG;
+                r = package_list_add(l, json_object_get_string(name), json_object_get_string(version));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int list_runtime(const char *runtime_dir, const char *language, PackageList *l, char **reterr_path) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (asprintf(&path, "%s/%s/current/" RUNTIME_METADATA, runtime_dir, language) < 0)
+                return -ENOMEM;
+        r = read_runtime_metadata(path, l);
+        if (r < 0 && r != -ENOMEM && reterr_path)
+                *reterr_path = TAKE_PTR(path);
+        return r;
+}
+
+/* ---- the dependency generation ---- */
+
+/* "Name: x" and "Version: y" from the header of a core metadata file (it ends at the first empty line).
+ * Returns 1 when both were found, 0 when not. */
+static int read_metadata(int dir_fd, const char *dist_info, PackageList *l) {
+        _cleanup_(fclosep) FILE *f = NULL;
+        _cleanup_free_ char *path = NULL, *line = NULL, *name = NULL, *version = NULL;
+        size_t allocated = 0;
+        int fd;
+
+        if (asprintf(&path, "%s/METADATA", dist_info) < 0)
+                return -ENOMEM;
+        fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0)
+                return 0;
+        f = fdopen(fd, "re");
+        if (!f) {
+                (void) safe_close(fd);
+                return -ENOMEM;
+        }
+        for (unsigned i = 0; i < METADATA_LINES_MAX && !(name && version); i++) {
+                ssize_t n = getline(&line, &allocated, f);
+                char **field = NULL;
+                const char *value;
+
+                if (n < 0 || (size_t) n > METADATA_LINE_MAX)
+                        break;
+                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+                        line[--n] = '\0';
+                if (n == 0)
+                        break; /* the end of the header */
+                if (strncmp(line, "Name:", 5) == 0)
+                        field = &name;
+                else if (strncmp(line, "Version:", 8) == 0)
+                        field = &version;
+                if (!field || *field)
+                        continue;
+                value = strchr(line, ':') + 1;
+                value += strspn(value, " \t");
+                if (!*value)
+                        continue;
+                *field = strdup(value);
+                if (!*field)
+                        return -ENOMEM;
+        }
+        if (!name || !version)
+                return 0;
+        return package_list_add(l, name, version) < 0 ? -ENOMEM : 1;
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+        size_t ls = strlen(s), lx = strlen(suffix);
+
+        return ls > lx && streq(s + ls - lx, suffix);
+}
+
+static int list_python(int gen_fd, PackageList *l) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        int fd, r;
+
+        fd = openat(gen_fd, "python", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                r = -errno;
+                (void) safe_close(fd);
+                return r;
+        }
+        for (;;) {
+                struct dirent *de;
+
+                errno = 0;
+                de = readdir(d);
+                if (!de)
+                        return errno != 0 ? -errno : 0;
+                if (de->d_name[0] == '.' || !has_suffix(de->d_name, ".dist-info"))
+                        continue;
+                r = read_metadata(dirfd(d), de->d_name, l);
+                if (r < 0)
+                        return r;
+        }
+}
+
+/* name and version of dir_fd/<dir>/package.json; a file that is missing, too big or not such JSON is
+ * skipped. */
+static int read_package_json(int dir_fd, const char *dir, PackageList *l) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        json_object *name, *version;
+        int r;
+
+        if (asprintf(&path, "%s/package.json", dir) < 0)
+                return -ENOMEM;
+        fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0)
+                return 0;
+        r = read_full_fd(fd, PACKAGE_JSON_MAX, &text, NULL);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return 0;
+        o = json_tokener_parse(text);
+        if (!o || !json_object_is_type(o, json_type_object) ||
+            !json_object_object_get_ex(o, "name", &name) || !json_object_is_type(name, json_type_string) ||
+            !json_object_object_get_ex(o, "version", &version) ||
+            !json_object_is_type(version, json_type_string))
+                return 0;
+        return package_list_add(l, json_object_get_string(name), json_object_get_string(version));
+}
+
+/* The packages directly in dir_fd (node_modules or one @scope of it); recurses once into scopes. */
+static int list_node_modules(int dir_fd, bool scope, PackageList *l) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        int fd, r;
+
+        fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                r = -errno;
+                (void) safe_close(fd);
+                return r;
+        }
+        for (;;) {
+                struct dirent *de;
+
+                errno = 0;
+                de = readdir(d);
+                if (!de)
+                        return errno != 0 ? -errno : 0;
+                if (de->d_name[0] == '.') /* ".", "..", ".bin", ".package-lock.json" */
+                        continue;
+                if (de->d_name[0] == '@') {
+                        _cleanup_close_ int sub = -EBADF;
+
+                        if (scope)
+                                continue;
+                        sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                        if (sub < 0)
+                                continue;
+                        r = list_node_modules(sub, true, l);
+                } else
+                        r = read_package_json(dirfd(d), de->d_name, l);
+                if (r < 0)
+                        return r;
+        }
+}
+
+static int list_nodejs(int gen_fd, PackageList *l) {
+        _cleanup_close_ int fd = -EBADF;
+
+        fd = openat(gen_fd, "node_modules", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return list_node_modules(fd, false, l);
+}
+
+static int list_generation(const char *runtime_dir, const char *language, bool python, PackageList *l,
+                           char **reterr_path) {
+        _cleanup_(generation_release) Generation gen = GENERATION_NULL;
+        _cleanup_free_ char *packages_dir = NULL;
+        size_t first = l->n;
+        int r;
+
+        if (asprintf(&packages_dir, "%s/%s/" PACKAGES_DIR_NAME, runtime_dir, language) < 0)
+                return -ENOMEM;
+        r = generation_acquire(packages_dir, &gen);
+        if (r < 0) {
+                if (reterr_path)
+                        *reterr_path = TAKE_PTR(packages_dir);
+                return r;
+        }
+        if (gen.number == 0)
+                return 0;
+
+        r = python ? list_python(gen.dir_fd, l) : list_nodejs(gen.dir_fd, l);
+        if (r < 0) {
+                if (reterr_path && r != -ENOMEM)
+                        *reterr_path = TAKE_PTR(gen.path);
+                return r;
+        }
+        qsort(l->items + first, l->n - first, sizeof(Package), package_compare);
+        return 0;
+}
+
+int packages_list(const char *runtime_dir, const char *language, Package **ret, size_t *ret_n,
+                  char **reterr_path) {
+        _cleanup_(package_list_done) PackageList l = { 0 };
+        bool python;
+        int r;
+
+        if (!runtime_dir || !language)
+                return -EINVAL;
+        if (streq(language, "python3"))
+                python = true;
+        else if (streq(language, "nodejs"))
+                python = false;
+        else
+                return -EINVAL;
+
+        r = list_runtime(runtime_dir, language, &l, reterr_path);
+        if (r < 0)
+                return r;
+        r = list_generation(runtime_dir, language, python, &l, reterr_path);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(l.items);
+        *ret_n = l.n;
+        l.n = 0;
+        return 0;
+}

@@ -1,0 +1,731 @@
+/* difysandboxctl: the administrator's command for the difysandbox manager over D-Bus (DESIGN §4,
+ * difysandboxctl(1)): status, stats, dependencies, reload. main.c parses the command line, checks it
+ * completely before anything is sent, and turns replies into tables; bus.c talks to the manager, job.c
+ * follows a dependency job, format.c and table.c shape the text. */
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-bus.h>
+
+#include "common/cleanup.h"
+#include "common/config-file.h"
+#include "common/config.h"
+#include "ctl/bus.h"
+#include "ctl/ctl.h"
+#include "ctl/format.h"
+#include "ctl/job.h"
+#include "ctl/table.h"
+#include "runtime/runtime.h"
+
+/* The parsed command line: a CLI runs once (STYLE.md allows these globals here). */
+static bool arg_json = false;
+static bool arg_no_wait = false;
+static bool arg_if_due = false;
+static const char *arg_config = NULL;
+static const char *arg_language = NULL;
+
+/* Results of runs as the manager counts them, in the order they are shown; others follow, sorted. */
+static const char *const known_results[] = { "ok", "error", "timeout", "memory", "seccomp", "rejected" };
+
+static const char *const usage_text =
+        "Usage: difysandboxctl [--json] status\n"
+        "       difysandboxctl [--json] stats\n"
+        "       difysandboxctl [--json] deps list LANGUAGE\n"
+        "       difysandboxctl [--json] [--no-wait] deps install LANGUAGE PACKAGE...\n"
+        "       difysandboxctl [--json] [--no-wait] [--config FILE] deps refresh [--if-due] LANGUAGE\n"
+        "       difysandboxctl reload\n"
+        "       difysandboxctl [--config FILE] run FILE --language LANGUAGE\n";
+
+static void help(void) {
+        (void) printf("%s"
+                      "\n"
+                      "Control the difysandbox manager (" MANAGER_BUS_NAME " on the system bus).\n"
+                      "\n"
+                      "Commands:\n"
+                      "  status        version, uptime, active runs, UID pool, dependency generations,\n"
+                      "                running jobs\n"
+                      "  stats         runs by result and language, latency percentiles in ms\n"
+                      "  deps list     the packages runs of LANGUAGE can import, with their versions\n"
+                      "  deps install  install PACKAGEs into a new dependency generation, follow the job\n"
+                      "  deps refresh  rebuild the dependency generation from the requirement file, follow\n"
+                      "                the job\n"
+                      "  reload        make the manager re-read its configuration\n"
+                      "  run           run FILE (- for standard input) through the sandbox here, as\n"
+                      "                difysandbox run does (root; no manager needed)\n"
+                      "\n"
+                      "Options:\n"
+                      "  --json         print JSON (a job's: one object when it ends)\n"
+                      "  --no-wait      install, refresh: print the job's object path and return\n"
+                      "  --if-due       refresh: only when the current generation is older than\n"
+                      "                 python_deps_update_interval\n"
+                      "  --config FILE  the configuration --if-due and run read (default: " CONFIG_FILE_MAIN
+                      ")\n"
+                      "  --language L   run: the interpreter of FILE\n"
+                      "  -h, --help     print this help\n"
+                      "  --version      print the version\n"
+                      "\n"
+                      "LANGUAGE is python3 or nodejs. Exit status: 0 success, 1 failed, 2 usage, 3 manager\n"
+                      "unreachable, 4 permission denied. See difysandboxctl(1).\n",
+                      usage_text);
+}
+
+/* A mistake on the command line: one line saying what, the usage, status 2. Nothing was sent. */
+static __attribute__((format(printf, 1, 2))) int usage_error(const char *format, ...) {
+        va_list ap;
+
+        (void) fputs(CTL_PROGRAM ": ", stderr);
+        va_start(ap, format);
+        (void) vfprintf(stderr, format, ap);
+        va_end(ap);
+        (void) fprintf(stderr, "\n%s", usage_text);
+        return CTL_EXIT_USAGE;
+}
+
+static int check_language(const char *language) {
+        if (language_from_string(language) < 0)
+                return usage_error("unknown language '%s': expected python3 or nodejs", language);
+        return 0;
+}
+
+static bool json_u64(json_object *o, const char *key, uint64_t *ret) {
+        json_object *v;
+
+        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+                return false;
+        *ret = json_object_get_uint64(v);
+        return true;
+}
+
+static int print_json_or_oom(json_object *o) {
+        int r = format_json_print(o);
+
+        if (r < 0)
+                ctl_error("cannot print the result: %s", strerror(-r));
+        return r;
+}
+
+static bool names_contain(const char *const *names, size_t n, const char *name) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(names[i], name))
+                        return true;
+        return false;
+}
+
+static int compare_names(const void *a, const void *b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* The rows or columns of a table: the known names first, in their order, then every other key of the
+ * objects (a newer manager's), sorted. The names are borrowed from known and the objects. */
+static int ordered_keys(const char *const *known, size_t n_known, json_object *const *objects,
+                        size_t n_objects, const char ***ret, size_t *ret_n) {
+        _cleanup_free_ const char **names = NULL;
+        size_t n = 0, allocated = n_known;
+
+        for (size_t i = 0; i < n_objects; i++)
+                if (objects[i] && json_object_is_type(objects[i], json_type_object))
+                        allocated += (size_t) json_object_object_length(objects[i]);
+        names = calloc(allocated + 1, sizeof(char *));
+        if (!names)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_known; i++)
+                names[n++] = known[i];
+        for (size_t i = 0; i < n_objects; i++) {
+                if (!objects[i] || !json_object_is_type(objects[i], json_type_object))
+                        continue;
+                json_object_object_foreach(objects[i], key, value) {
+                        (void) value;
+                        if (!names_contain(names, n, key))
+                                names[n++] = key;
+                }
+        }
+        qsort(names + n_known, n - n_known, sizeof(char *), compare_names);
+        *ret = TAKE_PTR(names);
+        *ret_n = n;
+        return 0;
+}
+
+static json_object *json_member(json_object *o, const char *key) {
+        json_object *v = NULL;
+
+        if (!o || !json_object_object_get_ex(o, key, &v))
+                return NULL;
+        return v;
+}
+
+static JobOutput job_output(void) {
+        const char *term = getenv("TERM");
+
+        if (arg_json)
+                return JOB_OUTPUT_JSON;
+        if (isatty(STDOUT_FILENO) && !(term && streq(term, "dumb")))
+                return JOB_OUTPUT_BAR;
+        return JOB_OUTPUT_LINES;
+}
+
+static const char *age_suffix(char buf[static FORMAT_TIMESPAN_MAX + 8], uint64_t realtime_usec) {
+        char span[FORMAT_TIMESPAN_MAX];
+        uint64_t now = now_usec(CLOCK_REALTIME);
+
+        if (realtime_usec == 0 || now < realtime_usec)
+                return "";
+        (void) snprintf(buf, FORMAT_TIMESPAN_MAX + 8, " (%s ago)",
+                        format_timespan(span, now - realtime_usec));
+        return buf;
+}
+
+static int verb_status(void) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(json_object_putp) json_object *stats = NULL, *jobs = NULL;
+        _cleanup_free_ char *version = NULL;
+        _cleanup_free_ const char **languages = NULL;
+        const char *known_languages[_LANGUAGE_MAX];
+        char span[FORMAT_TIMESPAN_MAX], stamp[FORMAT_TIMESTAMP_MAX], ago[FORMAT_TIMESPAN_MAX + 8];
+        json_object *generations;
+        size_t n_languages;
+        uint64_t u, free_uids, pool_size;
+        int r;
+
+        r = bus_open(&bus);
+        if (r != 0)
+                return r;
+        r = bus_get_version(bus, &version);
+        if (r != 0)
+                return r;
+        r = bus_get_stats(bus, &stats);
+        if (r != 0)
+                return r;
+        r = bus_list_jobs(bus, &jobs);
+        if (r != 0)
+                return r;
+
+        if (arg_json) {
+                static const char *const keys[] = { "uptime_usec",           "active_runs",
+                                                    "uid_pool_free",         "uid_pool_size",
+                                                    "config_loaded_at_usec", "dependency_generations" };
+                _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+
+                if (!o || json_object_object_add(o, "version", json_object_new_string(version)) < 0)
+                        return ctl_oom();
+                for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                        json_object *v = json_member(stats, keys[i]);
+
+                        if (v && json_object_object_add(o, keys[i], json_object_get(v)) < 0)
+                                return ctl_oom();
+                }
+                if (json_object_object_add(o, "jobs", json_object_get(jobs)) < 0)
+                        return ctl_oom();
+                return print_json_or_oom(o);
+        }
+
+        (void) printf("Version:        %s\n", version);
+        if (json_u64(stats, "uptime_usec", &u))
+                (void) printf("Uptime:         %s\n", format_timespan(span, u));
+        if (json_u64(stats, "active_runs", &u))
+                (void) printf("Active runs:    %" PRIu64 "\n", u);
+        if (json_u64(stats, "uid_pool_free", &free_uids) && json_u64(stats, "uid_pool_size", &pool_size))
+                (void) printf("UID pool:       %" PRIu64 " of %" PRIu64 " free\n", free_uids, pool_size);
+        if (json_u64(stats, "config_loaded_at_usec", &u))
+                (void) printf("Config loaded:  %s%s\n", format_timestamp(stamp, u), age_suffix(ago, u));
+
+        generations = json_member(stats, "dependency_generations");
+        if (generations) {
+                for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                        known_languages[l] = language_to_string(l);
+                r = ordered_keys(known_languages, _LANGUAGE_MAX, &generations, 1, &languages, &n_languages);
+                if (r < 0)
+                        return ctl_oom();
+                (void) printf("Generations:    ");
+                for (size_t i = 0; i < n_languages; i++) {
+                        if (json_u64(generations, languages[i], &u) && u > 0)
+                                (void) printf("%s%s %" PRIu64, i > 0 ? ", " : "", languages[i], u);
+                        else
+                                (void) printf("%s%s none", i > 0 ? ", " : "", languages[i]);
+                }
+                (void) printf("\n");
+        }
+
+        if (json_object_array_length(jobs) == 0)
+                (void) printf("Jobs:           none\n");
+        for (size_t i = 0; i < json_object_array_length(jobs); i++) {
+                json_object *job = json_object_array_get_idx(jobs, i),
+                            *progress = json_member(job, "progress");
+                const char *state = json_object_get_string(json_member(job, "state"));
+
+                (void) printf("%s%s (%s %s)", i == 0 ? "Jobs:           " : "                ",
+                              json_object_get_string(json_member(job, "job")),
+                              json_object_get_string(json_member(job, "kind")),
+                              json_object_get_string(json_member(job, "language")));
+                if (state)
+                        (void) printf(": %s", state);
+                if (progress)
+                        (void) printf(", %i%%", (int) (json_object_get_double(progress) * 100.0));
+                (void) printf("\n");
+        }
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
+static int add_ms(Table *t, json_object *latency, const char *key) {
+        uint64_t usec, samples;
+
+        if (!json_u64(latency, "samples", &samples) || samples == 0 || !json_u64(latency, key, &usec))
+                return table_add(t, "-");
+        return table_addf(t, "%.1f", (double) usec / 1000.0);
+}
+
+static int verb_stats(void) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(json_object_putp) json_object *stats = NULL;
+        _cleanup_(table_freep) Table *runs = NULL, *latency_table = NULL;
+        _cleanup_free_ const char **languages = NULL, **results = NULL, **header = NULL;
+        const char *known_languages[_LANGUAGE_MAX];
+        char stamp[FORMAT_TIMESTAMP_MAX], ago[FORMAT_TIMESPAN_MAX + 8];
+        json_object *by_result, *by_language, *latency, *sources[8];
+        size_t n_languages, n_results, n_sources = 0;
+        uint64_t u, u2;
+        int r;
+
+        r = bus_open(&bus);
+        if (r != 0)
+                return r;
+        r = bus_get_stats(bus, &stats);
+        if (r != 0)
+                return r;
+        if (arg_json)
+                return print_json_or_oom(stats);
+
+        by_result = json_member(stats, "runs_by_result");
+        by_language = json_member(stats, "runs_by_language");
+        latency = json_member(stats, "latency");
+
+        /* rows: every language any part of the stats names; columns: every result any of them counts */
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                known_languages[l] = language_to_string(l);
+        sources[n_sources++] = by_language;
+        sources[n_sources++] = latency;
+        r = ordered_keys(known_languages, _LANGUAGE_MAX, sources, n_sources, &languages, &n_languages);
+        if (r < 0)
+                return ctl_oom();
+        n_sources = 0;
+        sources[n_sources++] = by_result;
+        for (size_t i = 0; i < n_languages && n_sources < ELEMENTSOF(sources); i++)
+                sources[n_sources++] = json_member(by_language, languages[i]);
+        r = ordered_keys(known_results, ELEMENTSOF(known_results), sources, n_sources, &results, &n_results);
+        if (r < 0)
+                return ctl_oom();
+
+        header = calloc(n_results + 3, sizeof(char *));
+        if (!header)
+                return ctl_oom();
+        header[0] = "LANGUAGE";
+        header[1] = "TOTAL";
+        for (size_t i = 0; i < n_results; i++)
+                header[i + 2] = results[i];
+        r = table_new(&runs, header);
+        if (r < 0)
+                return ctl_oom();
+        for (size_t c = 1; c < n_results + 2; c++)
+                table_set_align_right(runs, c, true);
+
+        for (size_t row = 0; row <= n_languages; row++) {
+                /* one row per language, then "all": the manager's own count by result */
+                json_object *counts =
+                        row < n_languages ? json_member(by_language, languages[row]) : by_result;
+                uint64_t total = 0;
+
+                for (size_t i = 0; i < n_results; i++)
+                        if (json_u64(counts, results[i], &u))
+                                total += u;
+                r = table_add(runs, row < n_languages ? languages[row] : "all");
+                if (r >= 0)
+                        r = table_addf(runs, "%" PRIu64, total);
+                for (size_t i = 0; r >= 0 && i < n_results; i++)
+                        r = table_addf(runs, "%" PRIu64, json_u64(counts, results[i], &u) ? u : 0);
+                if (r < 0)
+                        return ctl_oom();
+        }
+
+        r = table_new(&latency_table,
+                      (const char *const[]){ "LANGUAGE", "SAMPLES", "P50 MS", "P95 MS", "P99 MS", NULL });
+        if (r < 0)
+                return ctl_oom();
+        for (size_t c = 1; c < 5; c++)
+                table_set_align_right(latency_table, c, true);
+        for (size_t row = 0; row < n_languages; row++) {
+                json_object *l = json_member(latency, languages[row]);
+
+                r = table_add(latency_table, languages[row]);
+                if (r >= 0)
+                        r = table_addf(latency_table, "%" PRIu64, json_u64(l, "samples", &u) ? u : 0);
+                if (r >= 0)
+                        r = add_ms(latency_table, l, "p50_usec");
+                if (r >= 0)
+                        r = add_ms(latency_table, l, "p95_usec");
+                if (r >= 0)
+                        r = add_ms(latency_table, l, "p99_usec");
+                if (r < 0)
+                        return ctl_oom();
+        }
+
+        if (json_u64(stats, "stats_since_usec", &u))
+                (void) printf("Runs since %s%s:\n\n", format_timestamp(stamp, u), age_suffix(ago, u));
+        if (table_print(runs, stdout) < 0)
+                return -EIO;
+        (void) printf("\nLatency from admission to result:\n\n");
+        if (table_print(latency_table, stdout) < 0)
+                return -EIO;
+        (void) printf("\n");
+        if (json_u64(stats, "active_runs", &u))
+                (void) printf("Active runs:     %" PRIu64 "\n", u);
+        if (json_u64(stats, "uid_pool_free", &u) && json_u64(stats, "uid_pool_size", &u2))
+                (void) printf("UID pool:        %" PRIu64 " of %" PRIu64 " free\n", u, u2);
+        if (json_u64(stats, "egress_denials", &u))
+                (void) printf("Egress denials:  %" PRIu64 "\n", u);
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
+static int verb_deps_list(const char *language) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(json_object_putp) json_object *deps = NULL;
+        _cleanup_(table_freep) Table *t = NULL;
+        int r;
+
+        r = bus_open(&bus);
+        if (r != 0)
+                return r;
+        r = bus_list_dependencies(bus, language, &deps);
+        if (r != 0)
+                return r;
+        if (arg_json)
+                return print_json_or_oom(deps);
+
+        r = table_new(&t, (const char *const[]){ "NAME", "VERSION", NULL });
+        if (r < 0)
+                return ctl_oom();
+        for (size_t i = 0; i < json_object_array_length(deps); i++) {
+                json_object *dep = json_object_array_get_idx(deps, i);
+
+                r = table_add(t, json_object_get_string(json_member(dep, "name")));
+                if (r >= 0)
+                        r = table_add(t, json_object_get_string(json_member(dep, "version")));
+                if (r < 0)
+                        return ctl_oom();
+        }
+        if (table_print(t, stdout) < 0)
+                return -EIO;
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
+static int verb_deps_install(const char *language, char **packages) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        _cleanup_free_ char *what = NULL;
+        int r;
+
+        if (asprintf(&what, "install %s", language) < 0)
+                return ctl_oom();
+        r = bus_open(&bus);
+        if (r != 0)
+                return r;
+        r = bus_new_call(bus, "InstallDependencies", &call);
+        if (r != 0)
+                return r;
+        r = sd_bus_message_append(call, "s", language);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(call, packages);
+        if (r < 0)
+                return bus_report_error("InstallDependencies", r, NULL, true);
+        return job_run(bus, call, what, job_output(), arg_no_wait);
+}
+
+/* --if-due (difysandbox-refresh.timer): is the current generation older than
+ * python_deps_update_interval? Says why on stdout either way (in JSON when skipping with --json).
+ * Returns 1 when due, 0 when not, or an error. */
+static int refresh_is_due(const char *language) {
+        _cleanup_(config_error_done) ConfigError err = { 0 };
+        _cleanup_(config_done) Config cfg = { 0 };
+        _cleanup_free_ char *current = NULL, *reason = NULL, *target = NULL;
+        char age[FORMAT_TIMESPAN_MAX], interval[FORMAT_TIMESPAN_MAX];
+        struct stat st;
+        uint64_t mtime, now;
+        bool due;
+        int r;
+
+        r = config_init_defaults(&cfg);
+        if (r < 0) {
+                cfg = (Config){ 0 }; /* config_init_defaults() cleaned up already */
+                return ctl_oom();
+        }
+        if (arg_config && access(arg_config, F_OK) < 0) {
+                r = -errno;
+                ctl_error("cannot read the configuration %s: %s", arg_config, strerror(-r));
+                return r;
+        }
+        r = config_load(&cfg, arg_config, arg_config ? "" : NULL, environ, &err);
+        if (r < 0) {
+                if (err.message)
+                        ctl_error("invalid configuration: %s", err.message);
+                else
+                        ctl_error("cannot load the configuration: %s", strerror(-r));
+                return r;
+        }
+
+        if (cfg.python_deps_update_interval_usec == 0) {
+                due = false;
+                reason = strdup("python_deps_update_interval is 0: automatic refresh is off");
+        } else {
+                (void) format_timespan(interval, cfg.python_deps_update_interval_usec);
+                if (asprintf(&current, "%s/%s/packages/current", cfg.runtime_dir, language) < 0)
+                        return ctl_oom();
+                if (lstat(current, &st) < 0) {
+                        if (errno != ENOENT) {
+                                r = -errno;
+                                ctl_error("cannot tell the age of %s: %s", current, strerror(-r));
+                                return r;
+                        }
+                        due = true;
+                        r = asprintf(&reason, "there is no current generation (%s)", current);
+                        if (r < 0)
+                                reason = NULL;
+                } else {
+                        /* the symlink's own mtime: when the generation was switched in */
+                        mtime = (uint64_t) st.st_mtim.tv_sec * 1000000 +
+                                (uint64_t) st.st_mtim.tv_nsec / 1000;
+                        now = now_usec(CLOCK_REALTIME);
+                        due = now >= mtime && now - mtime >= cfg.python_deps_update_interval_usec;
+                        (void) format_timespan(age, now > mtime ? now - mtime : 0);
+                        /* "gen-<N>", to say which; a current that is not a symlink is aged all the same */
+                        if (S_ISLNK(st.st_mode) && st.st_size > 0 && st.st_size < 4096) {
+                                target = malloc((size_t) st.st_size + 1);
+                                if (!target)
+                                        return ctl_oom();
+                                if (readlink(current, target, (size_t) st.st_size + 1) == st.st_size)
+                                        target[st.st_size] = '\0';
+                                else {
+                                        free(target);
+                                        target = NULL;
+                                }
+                        }
+                        r = asprintf(
+                                &reason,
+                                "the current generation%s%s%s is %s old, python_deps_update_interval is %s",
+                                target ? " (" : "", target ? target : "", target ? ")" : "", age, interval);
+                        if (r < 0)
+                                reason = NULL;
+                }
+        }
+        if (!reason)
+                return ctl_oom();
+
+        if (due) {
+                if (!arg_json)
+                        (void) printf("Refreshing %s: %s.\n", language, reason);
+                return 1;
+        }
+        if (arg_json) {
+                _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+
+                if (!o || json_object_object_add(o, "job", NULL) < 0 ||
+                    json_object_object_add(o, "result", json_object_new_string("skipped")) < 0 ||
+                    json_object_object_add(o, "reason", json_object_new_string(reason)) < 0)
+                        return ctl_oom();
+                r = print_json_or_oom(o);
+                return r < 0 ? r : 0;
+        }
+        (void) printf("Not refreshing %s: %s.\n", language, reason);
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
+static int verb_deps_refresh(const char *language) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        _cleanup_free_ char *what = NULL;
+        int r;
+
+        if (arg_if_due) {
+                r = refresh_is_due(language);
+                if (r <= 0)
+                        return r;
+        }
+        if (asprintf(&what, "refresh %s", language) < 0)
+                return ctl_oom();
+        r = bus_open(&bus);
+        if (r != 0)
+                return r;
+        r = bus_new_call(bus, "RefreshDependencies", &call);
+        if (r != 0)
+                return r;
+        r = sd_bus_message_append(call, "s", language);
+        if (r < 0)
+                return bus_report_error("RefreshDependencies", r, NULL, true);
+        return job_run(bus, call, what, job_output(), arg_no_wait);
+}
+
+static int verb_reload(void) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        int r;
+
+        r = bus_open(&bus);
+        if (r != 0)
+                return r;
+        r = bus_new_call(bus, "ReloadConfig", &call);
+        if (r != 0)
+                return r;
+        return bus_call(bus, call, true, NULL);
+}
+
+/* `run FILE --language L`: a snippet through the same sandbox, for debugging (DESIGN §4). The sandbox is
+ * difysandbox(8)'s; this only hands over, so both always behave the same. */
+static int verb_run(const char *file) {
+        char *argv[] = { (char *) BINDIR "/difysandbox", NULL,          NULL, "run", "--language",
+                         (char *) arg_language,          (char *) file, NULL };
+        char **a = argv;
+
+        if (arg_config) {
+                argv[1] = "--config";
+                argv[2] = (char *) arg_config;
+        } else {
+                argv[2] = argv[0];
+                a = argv + 2;
+        }
+        (void) execv(argv[0], a);
+        (void) fprintf(stderr, CTL_PROGRAM ": cannot run %s: %s\n", argv[0], strerror(errno));
+        return CTL_EXIT_FAILURE;
+}
+
+/* Checks the whole command line before anything is sent, then runs the command. */
+static int run(int n, char **args) {
+        const char *command, *sub;
+        int r;
+
+        if (n == 0)
+                return usage_error("missing command");
+        command = args[0];
+
+        if (arg_no_wait &&
+            !(streq(command, "deps") && n >= 2 && (streq(args[1], "install") || streq(args[1], "refresh"))))
+                return usage_error("--no-wait applies to 'deps install' and 'deps refresh' only");
+        if (arg_if_due && !(streq(command, "deps") && n >= 2 && streq(args[1], "refresh")))
+                return usage_error("--if-due applies to 'deps refresh' only");
+
+        if (arg_language && !streq(command, "run"))
+                return usage_error("--language applies to 'run' only");
+        if (streq(command, "run")) {
+                if (n != 2)
+                        return usage_error("'run' needs one FILE (- for standard input)");
+                if (!arg_language)
+                        return usage_error("'run' needs --language python3 or nodejs");
+                r = check_language(arg_language);
+                if (r != 0)
+                        return r;
+                return verb_run(args[1]);
+        }
+        if (streq(command, "status") || streq(command, "stats") || streq(command, "reload")) {
+                if (n > 1)
+                        return usage_error("'%s' takes no arguments, got '%s'", command, args[1]);
+                return streq(command, "status")  ? verb_status()
+                       : streq(command, "stats") ? verb_stats()
+                                                 : verb_reload();
+        }
+        if (!streq(command, "deps"))
+                return usage_error("unknown command '%s'", command);
+
+        if (n < 2)
+                return usage_error("missing deps command: expected list, install or refresh");
+        sub = args[1];
+        if (streq(sub, "list") || streq(sub, "refresh")) {
+                if (n < 3)
+                        return usage_error("'deps %s' needs a LANGUAGE (python3 or nodejs)", sub);
+                if (n > 3)
+                        return usage_error("'deps %s' takes one LANGUAGE, got also '%s'", sub, args[3]);
+                if (check_language(args[2]) != 0)
+                        return CTL_EXIT_USAGE;
+                return streq(sub, "list") ? verb_deps_list(args[2]) : verb_deps_refresh(args[2]);
+        }
+        if (streq(sub, "install")) {
+                if (n < 3)
+                        return usage_error(
+                                "'deps install' needs a LANGUAGE (python3 or nodejs) and packages");
+                if (check_language(args[2]) != 0)
+                        return CTL_EXIT_USAGE;
+                if (n < 4)
+                        return usage_error("'deps install' needs at least one PACKAGE");
+                for (int i = 3; i < n; i++)
+                        if (args[i][0] == '\0')
+                                return usage_error("empty PACKAGE");
+                return verb_deps_install(args[2], args + 3);
+        }
+        return usage_error("unknown deps command '%s': expected list, install or refresh", sub);
+}
+
+int main(int argc, char **argv) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_JSON,
+                ARG_NO_WAIT,
+                ARG_IF_DUE,
+                ARG_CONFIG,
+                ARG_LANGUAGE,
+        };
+        /* clang-format off */
+        static const struct option options[] = {
+                { "help",    no_argument,       NULL, 'h'         },
+                { "version", no_argument,       NULL, ARG_VERSION },
+                { "json",    no_argument,       NULL, ARG_JSON    },
+                { "no-wait", no_argument,       NULL, ARG_NO_WAIT },
+                { "if-due",  no_argument,       NULL, ARG_IF_DUE  },
+                { "config",  required_argument, NULL, ARG_CONFIG  },
+                { "language", required_argument, NULL, ARG_LANGUAGE },
+                {},
+        };
+        /* clang-format on */
+        int c, r;
+
+        (void) setlocale(LC_CTYPE, ""); /* the progress bar measures text in terminal cells */
+
+        opterr = 0; /* our own messages: getopt's would name argv[0], a path */
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return CTL_EXIT_SUCCESS;
+                case ARG_VERSION:
+                        (void) printf(CTL_PROGRAM " " VERSION "\n");
+                        return CTL_EXIT_SUCCESS;
+                case ARG_JSON:
+                        arg_json = true;
+                        break;
+                case ARG_NO_WAIT:
+                        arg_no_wait = true;
+                        break;
+                case ARG_IF_DUE:
+                        arg_if_due = true;
+                        break;
+                case ARG_CONFIG:
+                        arg_config = optarg;
+                        break;
+                case ARG_LANGUAGE:
+                        arg_language = optarg;
+                        break;
+                case ':':
+                        return usage_error("option '%s' needs an argument", argv[optind - 1]);
+                default:
+                        if (optopt != 0)
+                                return usage_error("unknown option '-%c'", optopt);
+                        return usage_error("unknown option '%s'", argv[optind - 1]);
+                }
+
+        r = run(argc - optind, argv + optind);
+        return r < 0 ? CTL_EXIT_FAILURE : r;
+}

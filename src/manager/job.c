@@ -1,0 +1,579 @@
+/* job: dependency jobs (DESIGN §4). A job is difysandbox-installer running in a transient service as
+ * the unprivileged user difysandbox-deps, sandboxed by systemd, with its stdout and stderr on a pipe
+ * the manager reads: "progress N text" lines move Progress, "generation N" says it succeeded, every
+ * other line goes to Log. The pipe's end (the installer exited, and systemd dropped the unit) ends the
+ * job: the manager sends JobRemoved and removes the object. The installer switches the generation in
+ * itself, atomically, so a manager that dies meanwhile loses only the job object, never a generation. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <systemd/sd-journal.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "manager.h"
+#include "requirements.h"
+#include "runtime/runtime.h"
+
+#define INSTALLER_PATH LIBEXECDIR "/difysandbox/difysandbox-installer"
+#define INSTALLER_USER "difysandbox-deps"
+#define LOG_MAX (256U * 1024U) /* bytes of Log kept; older lines are dropped first */
+#define LINE_MAX_BYTES 4096U   /* a longer line is cut */
+#define JOB_RUNTIME_MAX_USEC (UINT64_C(3600) * 1000000U)
+#define JOB_MEMORY_MAX (UINT64_C(2) << 30)
+
+struct Job {
+        Manager *manager;
+        Job *next;
+        uint32_t id;
+        char path[sizeof(JOB_PATH_PREFIX) + 16];
+        char unit[96];
+        char language[16];
+        const char *kind; /* "install", "refresh" */
+        const char *state;
+        double progress;
+        char *log;
+        size_t log_len;
+        char line[LINE_MAX_BYTES];
+        size_t line_len;
+        uint64_t generation; /* from the installer's "generation N" line; 0 until then */
+        char last_error[512];
+        uint64_t started_usec;
+        int pipe_fd;
+        sd_event_source *io;
+};
+
+static Job *job_free(Job *j) {
+        if (!j)
+                return NULL;
+        sd_event_source_disable_unref(j->io);
+        (void) safe_close(j->pipe_fd);
+        free(j->log);
+        free(j);
+        return NULL;
+}
+
+static void log_drop_head(Job *j) {
+        char *cut = memchr(j->log + j->log_len / 2, '\n', j->log_len - j->log_len / 2);
+        size_t keep;
+
+        cut = cut ? cut + 1 : j->log + j->log_len / 2;
+        keep = j->log_len - (size_t) (cut - j->log);
+        memmove(j->log, cut, keep);
+        j->log_len = keep;
+        j->log[keep] = '\0';
+}
+
+static int log_append(Job *j, const char *line) {
+        size_t n = strlen(line);
+        char *p;
+
+        if (j->log_len + n + 2 > LOG_MAX && j->log_len > 0)
+                log_drop_head(j);
+        p = realloc(j->log, j->log_len + n + 2);
+        if (!p)
+                return -ENOMEM;
+        j->log = p;
+        memcpy(j->log + j->log_len, line, n);
+        j->log_len += n;
+        j->log[j->log_len++] = '\n';
+        j->log[j->log_len] = '\0';
+        return 0;
+}
+
+/* One line of the installer's protocol (src/manager/installer-main.c). */
+static void handle_line(Job *j, const char *line, bool *changed_progress) {
+        unsigned percent;
+        uint64_t gen;
+        int n = 0;
+
+        if (sscanf(line, "progress %u %n", &percent, &n) == 1 && n > 0) {
+                j->progress = percent > 100 ? 1.0 : percent / 100.0;
+                *changed_progress = true;
+                (void) log_append(j, line + n);
+                return;
+        }
+        if (sscanf(line, "generation %" SCNu64 "%n", &gen, &n) == 1 && line[n] == '\0' && gen > 0) {
+                j->generation = gen;
+                return;
+        }
+        if (strncmp(line, "error: ", 7) == 0)
+                (void) snprintf(j->last_error, sizeof(j->last_error), "%s", line + 7);
+        (void) log_append(j, line);
+}
+
+static void job_finish(Job *j) {
+        Manager *m = j->manager;
+        const char *result = j->generation > 0 ? "done" : "failed";
+        Job **pp;
+
+        j->state = result;
+        j->progress = j->generation > 0 ? 1.0 : j->progress;
+        (void) sd_bus_emit_properties_changed(m->bus, j->path, JOB_INTERFACE, "State", "Progress", "Log",
+                                              NULL);
+
+        if (j->generation > 0) {
+                (void) sd_journal_send(
+                        "MESSAGE=Dependency job %" PRIu32 " (%s %s) done: generation %" PRIu64 " is current",
+                        j->id, j->kind, j->language, j->generation, "MESSAGE_ID=" MESSAGE_JOB_FINISHED_STR,
+                        "PRIORITY=%i", LOG_INFO, "DIFYSANDBOX_JOB=%" PRIu32, j->id,
+                        "DIFYSANDBOX_JOB_KIND=%s", j->kind, "LANGUAGE=%s", j->language, "RESULT=done",
+                        "DIFYSANDBOX_GENERATION=%" PRIu64, j->generation, "DURATION_USEC=%" PRIu64,
+                        now_monotonic_usec() - j->started_usec, NULL);
+                (void) manager_emit_dependencies_changed(m, j->language, j->generation);
+        } else {
+                const char *why =
+                        j->last_error[0] ? j->last_error : "the installer ended without a generation";
+
+                (void) sd_journal_send(
+                        "MESSAGE=Dependency job %" PRIu32 " (%s %s) failed, the current "
+                        "generation stays: %s",
+                        j->id, j->kind, j->language, why, "MESSAGE_ID=" MESSAGE_JOB_FINISHED_STR,
+                        "PRIORITY=%i", LOG_ERR, "DIFYSANDBOX_JOB=%" PRIu32, j->id, "DIFYSANDBOX_JOB_KIND=%s",
+                        j->kind, "LANGUAGE=%s", j->language, "RESULT=failed", "DIFYSANDBOX_REASON=%s", why,
+                        "DURATION_USEC=%" PRIu64, now_monotonic_usec() - j->started_usec, NULL);
+        }
+
+        (void) sd_bus_emit_signal(m->bus, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, "JobRemoved", "os",
+                                  j->path, result);
+        (void) sd_bus_emit_object_removed(m->bus, j->path);
+        for (pp = &m->jobs; *pp; pp = &(*pp)->next)
+                if (*pp == j) {
+                        *pp = j->next;
+                        break;
+                }
+        job_free(j);
+}
+
+static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Job *j = userdata;
+        char buf[8192];
+        bool progress = false, log_changed = false;
+        ssize_t n;
+
+        n = read(fd, buf, sizeof(buf));
+        if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                        return 0;
+                log_warning_errno(-errno, "Cannot read the output of dependency job %" PRIu32 ": %m", j->id);
+                n = 0;
+        }
+        if (n == 0) {
+                if (j->line_len > 0) {
+                        j->line[j->line_len] = '\0';
+                        handle_line(j, j->line, &progress);
+                        j->line_len = 0;
+                }
+                job_finish(j);
+                return 0;
+        }
+        for (ssize_t i = 0; i < n; i++) {
+                if (buf[i] == '\n') {
+                        j->line[j->line_len] = '\0';
+                        handle_line(j, j->line, &progress);
+                        j->line_len = 0;
+                        log_changed = true;
+                } else if (j->line_len < sizeof(j->line) - 1)
+                        j->line[j->line_len++] = buf[i];
+        }
+        if (log_changed || progress)
+                (void) sd_bus_emit_properties_changed(j->manager->bus, j->path, JOB_INTERFACE, "Progress",
+                                                      "Log", NULL);
+        return 0;
+}
+
+/* ---- starting the installer ---- */
+
+static int append_strv(sd_bus_message *m, char **v) {
+        int r = sd_bus_message_open_container(m, 'a', "s");
+
+        for (; r >= 0 && v && *v; v++)
+                r = sd_bus_message_append(m, "s", *v);
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+/* The installer's command line: everything it needs comes from here, never from the configuration
+ * file, which holds the API key and is not the installer user's to read. */
+static int installer_argv(const Config *cfg, const char *language, const char *packages_dir, char **packages,
+                          char ***ret) {
+        size_t n = 0, cap = 16;
+        char **argv;
+
+        for (char **p = packages; p && *p; p++)
+                cap++;
+        argv = calloc(cap, sizeof(char *));
+        if (!argv)
+                return -ENOMEM;
+#define ADD(s)                                \
+        do {                                  \
+                if (!(argv[n++] = strdup(s))) \
+                        goto oom;             \
+        } while (0)
+        ADD(INSTALLER_PATH);
+        ADD("--language");
+        ADD(language);
+        ADD("--packages-dir");
+        ADD(packages_dir);
+        if (streq(language, "python3")) {
+                ADD("--requirements");
+                ADD(cfg->python_requirements);
+                ADD("--python");
+                ADD(cfg->python_path);
+                if (cfg->python_pip_mirror_url[0]) {
+                        ADD("--index-url");
+                        ADD(cfg->python_pip_mirror_url);
+                }
+        } else {
+                _cleanup_free_ char *npm = NULL;
+                const char *slash = strrchr(cfg->nodejs_path, '/');
+
+                /* npm lives beside node, as Debian and NodeSource install them */
+                if (asprintf(&npm, "%.*s/npm", (int) (slash - cfg->nodejs_path), cfg->nodejs_path) < 0)
+                        goto oom;
+                ADD("--requirements");
+                ADD(cfg->nodejs_packages);
+                ADD("--npm");
+                ADD(npm);
+                if (cfg->npm_registry[0]) {
+                        ADD("--registry");
+                        ADD(cfg->npm_registry);
+                }
+        }
+        ADD("--");
+        for (char **p = packages; p && *p; p++)
+                ADD(*p);
+#undef ADD
+        *ret = argv;
+        return 0;
+oom:
+        for (size_t i = 0; i < n; i++)
+                free(argv[i]);
+        free(argv);
+        return -ENOMEM;
+}
+
+static void strv_freep(char ***v) {
+        if (*v)
+                for (char **p = *v; *p; p++)
+                        free(*p);
+        free(*v);
+}
+
+/* The sandbox of the installer: it runs code from a package index (setup.py, npm scripts), so it gets
+ * its own user, no capabilities, a read-only system but for its packages directory, private /tmp and
+ * /dev, and the network (it downloads). */
+static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd, sd_bus_error *reterr) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        _cleanup_free_ char *home = NULL, *description = NULL;
+        char *rw[] = { (char *) packages_dir, NULL };
+        _cleanup_free_ char *http_proxy = NULL, *https_proxy = NULL;
+        /* The configured proxies (proxy.http, proxy.https) reach pip and npm, for hosts that get to the
+         * package index only through one; the installer passes nothing else of its environment on. */
+        char *env[] = { NULL, "LC_ALL=C.UTF-8", "PATH=/usr/local/bin:/usr/bin:/bin", NULL, NULL, NULL };
+        const Config *cfg = &j->manager->cfg;
+        size_t n_env = 3;
+        char *arch[] = { "native", NULL };
+        sd_bus *bus = j->manager->bus;
+        int r;
+
+        if (asprintf(&home, "HOME=%s", packages_dir) < 0 ||
+            asprintf(&description, "difysandbox dependency job %" PRIu32 " (%s %s)", j->id, j->kind,
+                     j->language) < 0)
+                return -ENOMEM;
+        env[0] = home;
+        if (cfg->proxy_http[0]) {
+                if (asprintf(&http_proxy, "HTTP_PROXY=%s", cfg->proxy_http) < 0)
+                        return -ENOMEM;
+                env[n_env++] = http_proxy;
+        }
+        if (cfg->proxy_https[0]) {
+                if (asprintf(&https_proxy, "HTTPS_PROXY=%s", cfg->proxy_https) < 0)
+                        return -ENOMEM;
+                env[n_env++] = https_proxy;
+        }
+
+        r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.systemd1",
+                                           "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+                                           "StartTransientUnit");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "ss", j->unit, "fail");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(call, 'a', "(sv)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(
+                call,
+                "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
+                "Description", "s", description, "Type", "s", "exec", "Slice", "s", "difysandbox.slice",
+                "User", "s", INSTALLER_USER, "Group", "s", INSTALLER_USER, "WorkingDirectory", "s",
+                packages_dir, "StandardInput", "s", "null", "StandardOutputFileDescriptor", "h", out_fd,
+                "StandardErrorFileDescriptor", "h", out_fd, "CollectMode", "s", "inactive-or-failed",
+                "RuntimeMaxUSec", "t", JOB_RUNTIME_MAX_USEC, "MemoryMax", "t", JOB_MEMORY_MAX, "UMask", "u",
+                (uint32_t) 0022, "NoNewPrivileges", "b", 1, "CapabilityBoundingSet", "t", UINT64_C(0),
+                "ProtectSystem", "s", "strict", "ProtectHome", "s", "yes", "PrivateTmp", "b", 1,
+                "PrivateDevices", "b", 1, "ProtectKernelTunables", "b", 1, "ProtectKernelModules", "b", 1,
+                "ProtectControlGroups", "b", 1);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "(sv)(sv)(sv)(sv)(sv)", "RestrictSUIDSGID", "b", 1,
+                                  "LockPersonality", "b", 1, "RestrictRealtime", "b", 1, "ProtectKernelLogs",
+                                  "b", 1, "ProtectClock", "b", 1);
+        if (r < 0)
+                return r;
+        /* ExecStart, ReadWritePaths, Environment, SystemCallArchitectures, RestrictAddressFamilies */
+        r = sd_bus_message_open_container(call, 'r', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "s", "ExecStart");
+        if (r >= 0)
+                r = sd_bus_message_open_container(call, 'v', "a(sasb)");
+        if (r >= 0)
+                r = sd_bus_message_open_container(call, 'a', "(sasb)");
+        if (r >= 0)
+                r = sd_bus_message_open_container(call, 'r', "sasb");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "s", argv[0]);
+        if (r >= 0)
+                r = append_strv(call, argv);
+        if (r >= 0)
+                r = sd_bus_message_append(call, "b", 0);
+        for (int i = 0; r >= 0 && i < 4; i++)
+                r = sd_bus_message_close_container(call);
+        if (r < 0)
+                return r;
+        struct {
+                const char *name;
+                char **value;
+        } lists[] = { { "ReadWritePaths", rw },
+                      { "Environment", env },
+                      { "SystemCallArchitectures", arch } };
+        for (size_t i = 0; i < ELEMENTSOF(lists); i++) {
+                r = sd_bus_message_open_container(call, 'r', "sv");
+                if (r >= 0)
+                        r = sd_bus_message_append(call, "s", lists[i].name);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(call, 'v', "as");
+                if (r >= 0)
+                        r = append_strv(call, lists[i].value);
+                for (int k = 0; r >= 0 && k < 2; k++)
+                        r = sd_bus_message_close_container(call);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_append(call, "(sv)", "RestrictAddressFamilies", "(bas)", 1, 3, "AF_UNIX",
+                                  "AF_INET", "AF_INET6");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(call);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "a(sa(sv))", 0);
+        if (r < 0)
+                return r;
+        return sd_bus_call(bus, call, 0, reterr, &reply);
+}
+
+static Job *job_find_language(Manager *m, const char *language) {
+        for (Job *j = m->jobs; j; j = j->next)
+                if (streq(j->language, language))
+                        return j;
+        return NULL;
+}
+
+int job_start(Manager *m, const char *language, const char *kind, char **packages, const char **ret_path,
+              sd_bus_error *reterr) {
+        _cleanup_(strv_freep) char **argv = NULL;
+        _cleanup_free_ char *packages_dir = NULL;
+        _cleanup_close_ int read_fd = -EBADF, write_fd = -EBADF;
+        int fds[2], r;
+        Job *j, *running;
+
+        if (language_from_string(language) < 0)
+                return sd_bus_error_setf(reterr, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown language '%s': expected python3 or nodejs", language);
+        for (char **p = packages; p && *p; p++) {
+                _cleanup_free_ char *why = NULL;
+
+                r = requirement_check(language_from_string(language), *p, &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return sd_bus_error_setf(reterr, SD_BUS_ERROR_INVALID_ARGS, "Package refused: %s",
+                                                 why ? why : strerror(-r));
+        }
+        running = job_find_language(m, language);
+        if (running)
+                return sd_bus_error_setf(reterr, MANAGER_ERROR_JOB_RUNNING,
+                                         "A %s dependency job is already running: %s (job %" PRIu32 ", %s)",
+                                         language, running->path, running->id, running->kind);
+
+        if (asprintf(&packages_dir, "%s/%s/packages", m->cfg.runtime_dir, language) < 0)
+                return -ENOMEM;
+        r = installer_argv(&m->cfg, language, packages_dir, packages, &argv);
+        if (r < 0)
+                return r;
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        read_fd = fds[0];
+        write_fd = fds[1];
+        if (fcntl(read_fd, F_SETFL, O_NONBLOCK) < 0)
+                return -errno;
+
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        j->manager = m;
+        j->pipe_fd = -EBADF;
+        j->id = ++m->next_job_id;
+        j->kind = kind;
+        j->state = "running";
+        j->started_usec = now_monotonic_usec();
+        (void) snprintf(j->language, sizeof(j->language), "%s", language);
+        (void) snprintf(j->path, sizeof(j->path), JOB_PATH_PREFIX "/%" PRIu32, j->id);
+        /* The start time keeps unit names unique across manager restarts. */
+        (void) snprintf(j->unit, sizeof(j->unit), "difysandbox-deps-%s-%" PRIu64 "-%" PRIu32 ".service",
+                        language, now_realtime_usec() / 1000000U, j->id);
+        r = log_append(j, "");
+        if (r < 0) {
+                job_free(j);
+                return r;
+        }
+        j->log_len = 0;
+        j->log[0] = '\0';
+
+        r = start_unit(j, argv, packages_dir, write_fd, reterr);
+        if (r < 0) {
+                log_error_errno(r, "Cannot start the installer unit %s: %s", j->unit,
+                                sd_bus_error_is_set(reterr) ? reterr->message : strerror(-r));
+                job_free(j);
+                if (sd_bus_error_is_set(reterr))
+                        return r;
+                return sd_bus_error_setf(reterr, MANAGER_ERROR_FAILED, "Cannot start the installer unit: %s",
+                                         strerror(-r));
+        }
+        write_fd = safe_close(write_fd); /* systemd holds the installer's end now */
+
+        r = sd_event_add_io(m->event, &j->io, read_fd, EPOLLIN, on_output, j);
+        if (r < 0) {
+                job_free(j);
+                return r;
+        }
+        j->pipe_fd = TAKE_FD(read_fd);
+        j->next = m->jobs;
+        m->jobs = j;
+        (void) sd_bus_emit_object_added(m->bus, j->path);
+        (void) sd_journal_send("MESSAGE=Dependency job %" PRIu32 " (%s %s) started in %s", j->id, kind,
+                               language, j->unit, "PRIORITY=%i", LOG_INFO, "DIFYSANDBOX_JOB=%" PRIu32, j->id,
+                               "DIFYSANDBOX_JOB_KIND=%s", kind, "LANGUAGE=%s", language, "UNIT_NAME=%s",
+                               j->unit, NULL);
+        *ret_path = j->path;
+        return 0;
+}
+
+void jobs_free(Manager *m) {
+        while (m->jobs) {
+                Job *j = m->jobs;
+                m->jobs = j->next;
+                job_free(j);
+        }
+}
+
+int manager_append_jobs(Manager *m, sd_bus_message *reply) {
+        int r = sd_bus_message_open_container(reply, 'a', "(oss)");
+
+        for (Job *j = m->jobs; r >= 0 && j; j = j->next)
+                r = sd_bus_message_append(reply, "(oss)", j->path, j->language, j->kind);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+/* ---- the job objects ---- */
+
+static int job_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
+                    sd_bus_error *error) {
+        Manager *m = userdata;
+
+        for (Job *j = m->jobs; j; j = j->next)
+                if (streq(j->path, path)) {
+                        *found = j;
+                        return 1;
+                }
+        return 0;
+}
+
+static int job_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes,
+                         sd_bus_error *error) {
+        Manager *m = userdata;
+        size_t n = 0;
+        char **v;
+
+        for (Job *j = m->jobs; j; j = j->next)
+                n++;
+        v = calloc(n + 1, sizeof(char *));
+        if (!v)
+                return -ENOMEM;
+        n = 0;
+        for (Job *j = m->jobs; j; j = j->next)
+                if (!(v[n++] = strdup(j->path))) {
+                        strv_freep(&v);
+                        return -ENOMEM;
+                }
+        *nodes = v;
+        return 0;
+}
+
+static int property_get_log(sd_bus *bus, const char *path, const char *interface, const char *property,
+                            sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Job *j = userdata;
+
+        return sd_bus_message_append(reply, "s", j->log ? j->log : "");
+}
+
+static int property_get_state(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Job *j = userdata;
+
+        return sd_bus_message_append(reply, "s", j->state);
+}
+
+static int property_get_language(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Job *j = userdata;
+
+        return sd_bus_message_append(reply, "s", j->language);
+}
+
+static int property_get_kind(sd_bus *bus, const char *path, const char *interface, const char *property,
+                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Job *j = userdata;
+
+        return sd_bus_message_append(reply, "s", j->kind);
+}
+
+static const sd_bus_vtable job_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Id", "u", NULL, offsetof(Job, id), SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Language", "s", property_get_language, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Kind", "s", property_get_kind, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("State", "s", property_get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Progress", "d", NULL, offsetof(Job, progress), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Log", "s", property_get_log, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_VTABLE_END,
+};
+
+int job_register_vtable(Manager *m) {
+        int r;
+
+        r = sd_bus_add_fallback_vtable(m->bus, NULL, JOB_PATH_PREFIX, JOB_INTERFACE, job_vtable, job_find,
+                                       m);
+        if (r < 0)
+                return r;
+        return sd_bus_add_node_enumerator(m->bus, NULL, JOB_PATH_PREFIX, job_enumerate, m);
+}

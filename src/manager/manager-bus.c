@@ -1,0 +1,213 @@
+/* manager-bus: the object /org/difysandbox/Sandbox1, interface org.difysandbox.Sandbox1.Manager, exactly
+ * as dbus/org.difysandbox.Sandbox1.xml describes it. Reads are open to everyone
+ * (SD_BUS_VTABLE_UNPRIVILEGED); sd-bus itself refuses the other methods to callers that are not root,
+ * behind the bus policy that already does. */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/packages.h"
+#include "manager.h"
+#include "runtime/runtime.h"
+
+static int check_language(const char *language, sd_bus_error *error) {
+        if (language_from_string(language) < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown language '%s': expected python3 or nodejs", language);
+        return 0;
+}
+
+static int method_list_dependencies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *bad_path = NULL;
+        Package *list = NULL;
+        size_t n = 0;
+        Manager *m = userdata;
+        const char *language;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &language);
+        if (r < 0)
+                return r;
+        r = check_language(language, error);
+        if (r < 0)
+                return r;
+        r = packages_list(m->cfg.runtime_dir, language, &list, &n, &bad_path);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return sd_bus_error_setf(error, MANAGER_ERROR_FAILED,
+                                         "Cannot list the %s dependencies: %s%s%s", language,
+                                         bad_path ? bad_path : "", bad_path ? ": " : "",
+                                         r == -EBADMSG ? "malformed metadata" : strerror(-r));
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ss)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "(ss)", list[i].name, list[i].version);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        packages_free(list, n);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int start_job(sd_bus_message *msg, Manager *m, const char *language, const char *kind,
+                     char **packages, sd_bus_error *error) {
+        const char *path;
+        int r;
+
+        r = job_start(m, language, kind, packages, &path, error);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "o", path);
+}
+
+static int method_install_dependencies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *language;
+        char **packages = NULL;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &language);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read_strv(msg, &packages);
+        if (r < 0)
+                return r;
+        if (!packages || !packages[0]) {
+                free(packages);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "No packages given: name at least one, or use RefreshDependencies");
+        }
+        r = start_job(msg, m, language, "install", packages, error);
+        for (char **p = packages; *p; p++)
+                free(*p);
+        free(packages);
+        return r;
+}
+
+static int method_refresh_dependencies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        const char *language;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &language);
+        if (r < 0)
+                return r;
+        return start_job(msg, userdata, language, "refresh", NULL, error);
+}
+
+static int method_list_jobs(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = manager_append_jobs(userdata, reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_reload_config(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        int r;
+
+        r = manager_config_reload(userdata, error);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "");
+}
+
+static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = manager_append_stats(userdata, reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", VERSION);
+}
+
+static int property_get_active_runs(sd_bus *bus, const char *path, const char *interface,
+                                    const char *property, sd_bus_message *reply, void *userdata,
+                                    sd_bus_error *error) {
+        Manager *m = userdata;
+        StatsSnapshot snap;
+
+        if (!m->stats || stats_snapshot(m->stats, &snap) < 0)
+                return sd_bus_message_append(reply, "u", 0U);
+        return sd_bus_message_append(reply, "u", (uint32_t) snap.active_runs);
+}
+
+static int property_get_uid_pool(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        uint32_t free_uids = 0;
+        int r;
+
+        if (streq(property, "UidPoolSize"))
+                return sd_bus_message_append(reply, "u", m->cfg.uid_max - m->cfg.uid_min + 1);
+        r = manager_uid_pool_free(m, &free_uids);
+        if (r < 0)
+                return sd_bus_error_setf(error, MANAGER_ERROR_FAILED, "Cannot count the free UIDs in %s: %s",
+                                         m->cfg.state_dir, strerror(-r));
+        return sd_bus_message_append(reply, "u", free_uids);
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD_WITH_ARGS("ListDependencies", SD_BUS_ARGS("s", language),
+                                SD_BUS_RESULT("a(ss)", dependencies), method_list_dependencies,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("InstallDependencies", SD_BUS_ARGS("s", language, "as", packages),
+                                SD_BUS_RESULT("o", job), method_install_dependencies, 0),
+        SD_BUS_METHOD_WITH_ARGS("RefreshDependencies", SD_BUS_ARGS("s", language), SD_BUS_RESULT("o", job),
+                                method_refresh_dependencies, 0),
+        SD_BUS_METHOD_WITH_ARGS("ListJobs", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(oss)", jobs), method_list_jobs,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ReloadConfig", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload_config, 0),
+        SD_BUS_METHOD_WITH_ARGS("GetStats", SD_BUS_NO_ARGS, SD_BUS_RESULT("a{sv}", stats), method_get_stats,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("JobRemoved", SD_BUS_ARGS("o", job, "s", result), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("DependenciesChanged", SD_BUS_ARGS("s", language, "t", generation), 0),
+        SD_BUS_SIGNAL("ConfigReloaded", "", 0),
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("ActiveRuns", "u", property_get_active_runs, 0, 0),
+        SD_BUS_PROPERTY("UidPoolFree", "u", property_get_uid_pool, 0, 0),
+        SD_BUS_PROPERTY("UidPoolSize", "u", property_get_uid_pool, 0, 0),
+        SD_BUS_PROPERTY("StartedAt", "t", NULL, offsetof(Manager, started_realtime_usec),
+                        SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("ConfigLoadedAt", "t", NULL, offsetof(Manager, config_loaded_realtime_usec),
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_VTABLE_END,
+};
+
+int manager_emit_dependencies_changed(Manager *m, const char *language, uint64_t generation) {
+        return sd_bus_emit_signal(m->bus, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, "DependenciesChanged",
+                                  "st", language, generation);
+}
+
+int manager_bus_register(Manager *m) {
+        int r;
+
+        r = sd_bus_add_object_vtable(m->bus, NULL, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, manager_vtable,
+                                     m);
+        if (r < 0)
+                return r;
+        r = job_register_vtable(m);
+        if (r < 0)
+                return r;
+        return sd_bus_add_object_manager(m->bus, NULL, MANAGER_OBJECT_PATH);
+}

@@ -1,0 +1,492 @@
+"""difysandbox-manager under a real systemd and D-Bus: the interface against dbus/, dependency jobs for
+both languages from local package sources, failure handling, the data plane without the manager,
+config reload, stats, the journal and the bus policy."""
+
+import base64
+import hashlib
+import http.server
+import io
+import json
+import os
+import shlex
+import socket
+import threading
+import time
+import xml.etree.ElementTree as ET
+import zipfile
+
+import pytest
+
+from conftest import TOP, request, run
+
+BUS = "org.difysandbox.Sandbox1"
+PATH = "/org/difysandbox/Sandbox1"
+IFACE = "org.difysandbox.Sandbox1.Manager"
+JOB_IFACE = "org.difysandbox.Sandbox1.Job"
+CONFIG = "/etc/difysandbox/config.yaml"
+NOBODY = "setpriv --reuid=65534 --regid=65534 --clear-groups"
+
+
+def busctl(container, *args, user="", check=True):
+    cmd = f"{user} busctl --json=short -- " + " ".join(shlex.quote(a) for a in args)
+    p = container.sh(cmd, check=check)
+    return json.loads(p.stdout) if p.returncode == 0 and p.stdout.strip() else p
+
+
+def call(container, method, signature="", *args, user="", check=True):
+    return busctl(container, "call", BUS, PATH, IFACE, method, *([signature, *args] if signature else []),
+                  user=user, check=check)
+
+
+def unwrap(v):
+    """busctl's JSON of a variant-valued dict: {"key": {"type": ..., "data": ...}} -> {"key": data}."""
+    return {k: x["data"] for k, x in v.items()}
+
+
+def stats(container):
+    return unwrap(call(container, "GetStats")["data"][0])
+
+
+def wait_job(container, job, timeout=120):
+    """Waits until the job object is gone (JobRemoved was sent with it). Returns the last Log seen."""
+    deadline = time.time() + timeout
+    log = ""
+    while time.time() < deadline:
+        p = container.sh(f"busctl --json=short get-property {BUS} {job} {JOB_IFACE} Log", check=False)
+        if p.returncode != 0:
+            return log
+        log = json.loads(p.stdout)["data"]
+        time.sleep(0.2)
+    raise AssertionError(f"job {job} still running after {timeout} s; log so far:\n{log}")
+
+
+def set_config(container, text):
+    container.sh(f"mkdir -p /etc/difysandbox && cat > {CONFIG} <<'EOF'\n{text}\nEOF")
+
+
+# ---------------------------------------------------------------------------- local package sources
+
+def make_wheel(name, version, module, body):
+    """A pure-Python wheel, written by hand: the module, METADATA, WHEEL and a RECORD with hashes."""
+    dist = f"{name.replace('-', '_')}-{version}"
+    files = {
+        f"{module}/__init__.py": body,
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: difysandbox-test\n"
+                                   "Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for path, text in files.items():
+            data = text.encode()
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append(f"{path},sha256={digest},{len(data)}")
+            z.writestr(path, data)
+        record.append(f"{dist}.dist-info/RECORD,,")
+        z.writestr(f"{dist}.dist-info/RECORD", "\n".join(record) + "\n")
+    return f"{dist}-py3-none-any.whl", buf.getvalue()
+
+
+class Index:
+    """A PEP 503 simple index on loopback (the container shares the host's network). A project named
+    in `slow` is answered only after `slow_event` is set, to keep an install in progress."""
+
+    def __init__(self):
+        self.projects = {}  # normalized name -> [(filename, bytes)]
+        self.slow = set()
+        self.slow_event = threading.Event()
+        index = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                parts = [p for p in self.path.split("/") if p]
+                if len(parts) == 2 and parts[0] == "simple" and parts[1] in index.projects:
+                    if parts[1] in index.slow:
+                        index.slow_event.wait(120)
+                    links = "".join(f'<a href="/files/{f}">{f}</a>\n' for f, _ in index.projects[parts[1]])
+                    return self.reply(200, f"<html><body>{links}</body></html>".encode(), "text/html")
+                if len(parts) == 2 and parts[0] == "files":
+                    for files in index.projects.values():
+                        for f, data in files:
+                            if f == parts[1]:
+                                return self.reply(200, data, "application/octet-stream")
+                self.reply(404, b"not found", "text/plain")
+
+            def reply(self, code, data, ctype):
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def add(self, name, version, module, body):
+        self.projects.setdefault(name, []).append(make_wheel(name, version, module, body))
+
+    def close(self):
+        self.slow_event.set()
+        self.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def index(container):
+    idx = Index()
+    idx.add("dsb-demo", "1.0", "dsb_demo", "VALUE = 'demo 1.0'\n")
+    idx.add("dsb-slow", "2.0", "dsb_slow", "VALUE = 'slow'\n")
+    idx.slow.add("dsb-slow")
+    # The index in the config the manager publishes; the requirement file stays empty.
+    set_config(container, f"python_pip_mirror_url: {idx.url}\n")
+    call(container, "ReloadConfig")
+    yield idx
+    idx.close()
+    set_config(container, "")
+    call(container, "ReloadConfig")
+
+
+def generation(container, language):
+    return stats(container)["DependencyGenerations"][language]
+
+
+# ---------------------------------------------------------------------------- the interface
+
+def normalized(element):
+    """An interface element as comparable data: members, signatures, argument names and directions,
+    property access and the annotations (change signalling, privileged methods)."""
+    out = []
+    for m in element:
+        if m.tag not in ("method", "signal", "property"):
+            continue
+        args = tuple((a.get("name"), a.get("type"), a.get("direction", "in" if m.tag == "method" else None))
+                     for a in m.findall("arg"))
+        ann = tuple(sorted((a.get("name"), a.get("value")) for a in m.findall("annotation")))
+        out.append((m.tag, m.get("name"), m.get("type"), m.get("access"), args, ann))
+    return sorted(out, key=repr)
+
+
+def xml_interfaces(text):
+    root = ET.fromstring(text)
+    return {i.get("name"): normalized(i) for i in root.findall("interface")}
+
+
+def test_introspection_matches_the_xml_in_dbus_dir(container, index):
+    with open(os.path.join(TOP, "dbus", "org.difysandbox.Sandbox1.xml")) as f:
+        expected = xml_interfaces(f.read())
+    live = xml_interfaces(container.sh(f"busctl introspect --xml-interface {BUS} {PATH}").stdout)
+    assert live[IFACE] == expected[IFACE]
+
+    # The job interface exists only while a job does: hold one in progress with the slow project.
+    index.slow_event.clear()
+    job = call(container, "InstallDependencies", "sas", "python3", "1", "dsb-slow")["data"][0]
+    try:
+        live_job = xml_interfaces(container.sh(f"busctl introspect --xml-interface {BUS} {job}").stdout)
+        assert live_job[JOB_IFACE] == expected[JOB_IFACE]
+        state = busctl(container, "get-property", BUS, job, JOB_IFACE, "State")["data"]
+        assert state == "running"
+        # The data plane does not wait for the control plane: runs work while the install hangs.
+        for _ in range(3):
+            assert run("print(6 * 7)")["stdout"] == "42\n"
+        # One job per language at a time.
+        p = call(container, "RefreshDependencies", "s", "python3", check=False)
+        assert p.returncode != 0 and "already running" in p.stderr + p.stdout, p
+    finally:
+        index.slow_event.set()
+    wait_job(container, job)
+    assert run("import dsb_slow; print(dsb_slow.VALUE)")["stdout"] == "slow\n"
+
+
+# ---------------------------------------------------------------------------- dependencies
+
+def test_python_install_from_a_local_index_then_a_run_imports_it(container, index):
+    before = generation(container, "python3")
+    p = container.sh("difysandboxctl deps install python3 dsb-demo==1.0 </dev/null")
+    assert "done" in p.stdout, p.stdout
+    after = generation(container, "python3")
+    assert after > before
+    assert run("import dsb_demo; print(dsb_demo.VALUE)")["stdout"] == "demo 1.0\n"
+    # The installed package is listed, by the manager and by the HTTP route.
+    listed = call(container, "ListDependencies", "s", "python3")["data"][0]
+    assert ["dsb-demo", "1.0"] in listed, listed
+    status, body = request("GET", "/v1/sandbox/dependencies?language=python3")
+    deps = json.loads(body)["data"]["dependencies"]
+    assert {"name": "dsb-demo", "version": "1.0"} in deps
+    # The generation is the installer user's, and a run cannot write into it.
+    owner = container.sh(f"stat -c %U /var/lib/difysandbox/python3/packages/gen-{after}").stdout.strip()
+    assert owner == "difysandbox-deps"
+    out = run("import dsb_demo, os\n"
+              "try:\n"
+              "    open(os.path.join(os.path.dirname(dsb_demo.__file__), 'x'), 'w')\n"
+              "    print('WROTE')\n"
+              "except OSError as e:\n"
+              "    print(type(e).__name__)\n")
+    assert out["stdout"].strip() in ("PermissionError", "OSError"), out
+
+
+def test_failed_install_keeps_the_current_generation_serving(container, index):
+    container.sh("difysandboxctl deps install python3 dsb-demo </dev/null")
+    before = generation(container, "python3")
+    p = container.sh("difysandboxctl deps install python3 dsb-no-such-package </dev/null", check=False)
+    assert p.returncode == 1, p
+    assert "No matching distribution" in p.stdout + p.stderr, p
+    assert generation(container, "python3") == before
+    assert run("import dsb_demo; print(dsb_demo.VALUE)")["stdout"] == "demo 1.0\n"
+    log = container.journal("-o", "cat", "MESSAGE_ID=c1d8a4f2b9e34d7a8e5b60f3a2c9d417", "RESULT=failed")
+    assert "dsb-no-such-package" in log or "No matching distribution" in log, log[-2000:]
+
+
+def test_nodejs_install_of_a_local_tarball_then_a_run_requires_it(container):
+    pkg = "/srv/difysandbox-test/dsb-node-demo"
+    container.sh(f"rm -rf {pkg} && mkdir -p {pkg} && cd {pkg} && "
+                 "printf '%s' '{\"name\":\"dsb-node-demo\",\"version\":\"1.2.3\",\"main\":\"index.js\"}' "
+                 "> package.json && echo 'module.exports = () => \"node demo\";' > index.js && "
+                 "npm pack --silent >/dev/null && chmod -R a+rX /srv/difysandbox-test")
+    before = generation(container, "nodejs")
+    p = container.sh(f"difysandboxctl deps install nodejs {pkg}/dsb-node-demo-1.2.3.tgz </dev/null")
+    assert "done" in p.stdout, p.stdout
+    assert generation(container, "nodejs") > before
+    out = run("console.log(require('dsb-node-demo')())", language="nodejs")
+    assert out["stdout"] == "node demo\n", out
+    listed = call(container, "ListDependencies", "s", "nodejs")["data"][0]
+    assert ["dsb-node-demo", "1.2.3"] in listed, listed
+
+
+def test_http_refresh_route_goes_through_the_manager(container, index):
+    container.sh("difysandboxctl deps install python3 dsb-demo </dev/null")
+    before = generation(container, "python3")
+    status, body = request("GET", "/v1/sandbox/dependencies/refresh?language=python3", timeout=300)
+    assert status == 200 and json.loads(body)["code"] == 0, body
+    after = generation(container, "python3")
+    assert after > before
+    # A refresh keeps what was installed before.
+    assert run("import dsb_demo; print(dsb_demo.VALUE)")["stdout"] == "demo 1.0\n"
+
+
+def test_refresh_timer_service_honours_the_interval(container, index):
+    container.sh("difysandboxctl deps refresh python3 </dev/null")
+    before = generation(container, "python3")
+    container.sh("systemctl start difysandbox-refresh.service")
+    assert generation(container, "python3") == before  # 30m is not over yet
+    set_config(container, f"python_pip_mirror_url: {index.url}\npython_deps_update_interval: 1s\n")
+    call(container, "ReloadConfig")
+    time.sleep(1.5)
+    container.sh("systemctl start difysandbox-refresh.service")
+    assert generation(container, "python3") > before
+    set_config(container, f"python_pip_mirror_url: {index.url}\n")
+    call(container, "ReloadConfig")
+
+
+def test_installer_runs_unprivileged_in_a_sandboxed_unit(container, index):
+    index.slow_event.clear()
+    job = call(container, "InstallDependencies", "sas", "python3", "1", "dsb-slow")["data"][0]
+    try:
+        deadline = time.time() + 30
+        unit = ""
+        while time.time() < deadline and not unit:
+            out = container.sh("systemctl list-units --no-legend --plain 'difysandbox-deps-*.service'").stdout
+            unit = out.split()[0] if out.strip() else ""
+            time.sleep(0.1)
+        assert unit, "no installer unit appeared"
+        props = container.sh(f"systemctl show {unit} -p User -p NoNewPrivileges -p ProtectSystem "
+                             "-p CapabilityBoundingSet -p PrivateTmp -p ReadWritePaths").stdout
+        assert "User=difysandbox-deps" in props
+        assert "NoNewPrivileges=yes" in props and "ProtectSystem=strict" in props
+        assert "PrivateTmp=yes" in props
+        assert "CapabilityBoundingSet=\n" in props or "CapabilityBoundingSet=" + "\n" in props + "\n", props
+        pid = container.sh(f"systemctl show -p MainPID --value {unit}").stdout.strip()
+        uid = container.sh(f"awk '/^Uid:/ {{print $2}}' /proc/{pid}/status").stdout.strip()
+        assert uid == container.sh("id -u difysandbox-deps").stdout.strip()
+    finally:
+        index.slow_event.set()
+    wait_job(container, job)
+
+
+# ---------------------------------------------------------------------------- the data plane alone
+
+def test_runs_work_while_the_manager_is_stopped(container):
+    container.sh("systemctl stop difysandbox-manager.service")
+    try:
+        assert container.sh("systemctl is-active difysandbox-manager.service", check=False).stdout.strip() \
+            != "active"
+        assert run("print('no manager')")["stdout"] == "no manager\n"
+        assert run("console.log('no manager')", language="nodejs")["stdout"] == "no manager\n"
+        # The dependency routes need it, and say so.
+        status, body = request("GET", "/v1/sandbox/dependencies/refresh?language=python3", timeout=120)
+        env = json.loads(body)
+        # D-Bus activation may start it again for the call; either it answered, or the error names it.
+        assert env["code"] == 0 or "manager" in env["message"], env
+    finally:
+        container.sh("systemctl start difysandbox-manager.service")
+
+
+# ---------------------------------------------------------------------------- reload
+
+def test_reload_refuses_a_bad_config_and_keeps_the_old_one(container):
+    set_config(container, "max_workers: 0\n")
+    p = call(container, "ReloadConfig", check=False)
+    assert p.returncode != 0 and "max_workers: '0': must be at least 1" in p.stderr, p
+    p = container.sh("difysandboxctl reload", check=False)  # it names the error too
+    assert p.returncode == 1, p
+    assert "org.difysandbox.Sandbox1.Error.ConfigInvalid" in p.stderr and "max_workers" in p.stderr, p
+    # systemctl reload reports the refusal too, and the old configuration keeps serving.
+    p = container.sh("systemctl reload difysandbox-manager.service", check=False)
+    assert p.returncode != 0
+    assert run("print('still')")["stdout"] == "still\n"
+    log = container.journal("-o", "cat", "MESSAGE_ID=9a7d2c61e35b4f0e8b1f4c2d6a9e0b37")
+    assert "max_workers" in log
+
+
+def test_reload_of_a_good_config_takes_effect_for_new_requests(container):
+    # Dify's requests ask for network; turning it off must be seen by the very next request.
+    assert run("print(1)")["stdout"] == "1\n"
+    set_config(container, "enable_network: false\n")
+    try:
+        call(container, "ReloadConfig")
+        status, body = request("POST", "/v1/sandbox/run",
+                               {"language": "python3", "code": "print(1)", "preload": "",
+                                "enable_network": True})
+        env = json.loads(body)
+        assert env["code"] == -400 and "network is disabled" in env["message"], env
+        log = container.journal("-o", "cat", "MESSAGE_ID=3f1c5e0b8f4a4c51a0c9d6e2b7a81f44")
+        assert "reloaded" in log
+    finally:
+        set_config(container, "")
+        call(container, "ReloadConfig")
+    assert run("print(2)")["stdout"] == "2\n"
+
+
+def test_reload_applies_to_a_kept_alive_connection(container):
+    """A connection opened before a reload uses the new configuration for its next request."""
+    def post(sock, enable_network):
+        body = json.dumps({"language": "python3", "code": "print(3)", "preload": "",
+                           "enable_network": enable_network}).encode()
+        sock.sendall(b"POST /v1/sandbox/run HTTP/1.1\r\nHost: x\r\nX-Api-Key: dify-sandbox\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() +
+                     b"\r\n\r\n" + body)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(65536)
+        head, rest = data.split(b"\r\n\r\n", 1)
+        length = int([h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")][0]
+                     .split(b":")[1])
+        while len(rest) < length:
+            rest += sock.recv(65536)
+        return json.loads(rest[:length])
+
+    sock = socket.create_connection(("127.0.0.1", 8194), timeout=30)
+    try:
+        assert post(sock, True)["code"] == 0
+        set_config(container, "enable_network: false\n")
+        call(container, "ReloadConfig")
+        env = post(sock, True)
+        assert env["code"] == -400 and "network is disabled" in env["message"], env
+    finally:
+        sock.close()
+        set_config(container, "")
+        call(container, "ReloadConfig")
+
+
+# ---------------------------------------------------------------------------- stats and journal
+
+def test_stats_count_the_runs_by_result(container):
+    before = stats(container)
+    codes = [("print('ok')", "ok"), ("print('ok')", "ok"), ("import sys; sys.exit(3)", "error"),
+             ("import os; os.fork()", None)]
+    results = []
+    for code, _ in codes:
+        status, body = request("POST", "/v1/sandbox/run",
+                               {"language": "python3", "code": code, "preload": "", "enable_network": False})
+        results.append(json.loads(body))
+    run("console.log(1)", language="nodejs")
+    after = stats(container)
+    delta = {k: after["RunsByResult"][k] - before["RunsByResult"].get(k, 0) for k in after["RunsByResult"]}
+    assert delta["ok"] == 3 and delta["error"] == 1, delta
+    # The fork is refused by the seccomp policy: counted under whatever result the run got.
+    assert sum(delta.values()) == 5, delta
+    py = after["RunsByLanguage"]["python3"]
+    assert py["ok"] - before["RunsByLanguage"]["python3"]["ok"] == 2
+    samples, p50, p95, p99 = after["Latency"]["python3"]
+    assert samples >= before["Latency"]["python3"][0] + 4 and 0 < p50 <= p95 <= p99
+    assert after["UidPoolSize"] == 1000 and 0 < after["UidPoolFree"] <= 1000
+    assert after["ActiveRuns"] == 0
+    assert after["UptimeUSec"] > 0 and after["StatsSinceUSec"] > 0
+    # Stats live with the workers, not the manager: a restart keeps them.
+    container.sh("systemctl restart difysandbox-manager.service")
+    again = stats(container)
+    assert again["RunsByResult"]["ok"] == after["RunsByResult"]["ok"]
+
+
+def test_active_runs_and_free_uids_during_a_run(container):
+    size = stats(container)["UidPoolSize"]
+    t = threading.Thread(target=lambda: run("import time; time.sleep(3)"))
+    t.start()
+    try:
+        deadline = time.time() + 10
+        seen = None
+        while time.time() < deadline:
+            s = stats(container)
+            if s["ActiveRuns"] >= 1:
+                seen = s
+                break
+            time.sleep(0.1)
+        assert seen, "ActiveRuns never became 1"
+        assert seen["UidPoolFree"] <= size - 1
+        props = busctl(container, "get-property", BUS, PATH, IFACE, "ActiveRuns")
+        assert props["data"] >= 0
+    finally:
+        t.join(30)
+
+
+def test_journal_run_records_by_message_id_with_all_fields(container):
+    out = run("print('journal')")
+    assert out["stdout"] == "journal\n"
+    time.sleep(0.5)
+    text = container.journal("-o", "json", "MESSAGE_ID=6b4c976ba6474881ab52fe04f0940326", "-n", "1")
+    rec = json.loads(text.strip().splitlines()[-1])
+    for field in ("DIFYSANDBOX_RUN_ID", "LANGUAGE", "EXIT_CODE", "RESULT", "DURATION_USEC", "CPU_USEC",
+                  "MEMORY_PEAK", "UID"):
+        assert field in rec, (field, rec)
+    # The catalog explains it.
+    explained = container.journal("-x", "-o", "short", "MESSAGE_ID=6b4c976ba6474881ab52fe04f0940326", "-n", "1")
+    assert "difysandbox run" in explained and "finished" in explained, explained
+
+
+# ---------------------------------------------------------------------------- permissions
+
+def test_reads_are_open_and_changes_are_root_only(container):
+    s = call(container, "GetStats", user=NOBODY)
+    assert "RunsByResult" in s["data"][0]
+    call(container, "ListDependencies", "s", "python3", user=NOBODY)
+    call(container, "ListJobs", user=NOBODY)
+    busctl(container, "get-property", BUS, PATH, IFACE, "Version", user=NOBODY)
+    for method, sig, args in (("ReloadConfig", "", ()), ("RefreshDependencies", "s", ("python3",)),
+                              ("InstallDependencies", "sas", ("python3", "1", "dsb-demo"))):
+        p = call(container, method, sig, *args, user=NOBODY, check=False)
+        assert p.returncode != 0 and "AccessDenied" in p.stderr + p.stdout or \
+            "Access denied" in p.stderr + p.stdout, (method, p)
+    p = container.sh(f"{NOBODY} difysandboxctl reload", check=False)
+    assert p.returncode != 0 and "needs root" in p.stderr, p
+    p = container.sh(f"{NOBODY} difysandboxctl stats")
+    assert "ok" in p.stdout
+
+
+def test_ctl_status_and_json(container):
+    p = container.sh("difysandboxctl status")
+    assert "Version:" in p.stdout and "UID pool:" in p.stdout and "of 1000 free" in p.stdout, p.stdout
+    data = json.loads(container.sh("difysandboxctl --json stats").stdout)
+    assert data["runs_by_result"]["ok"] >= 1 and "python3" in data["dependency_generations"], data
+
+
+def test_invalid_arguments_are_refused_with_the_reason(container):
+    p = call(container, "InstallDependencies", "sas", "python3", "1", "--index-url=http://evil/", check=False)
+    assert p.returncode != 0 and "--index-url" in p.stderr, p
+    p = container.sh("difysandboxctl deps install python3 -- --index-url=http://evil/", check=False)
+    assert p.returncode in (1, 2), p
+    p = call(container, "InstallDependencies", "sas", "cobol", "1", "x", check=False)
+    assert p.returncode != 0 and "cobol" in p.stderr + p.stdout, p

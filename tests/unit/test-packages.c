@@ -1,0 +1,229 @@
+/* test-packages: src/common/packages.c. A runtime directory is laid out in mkdtemp() as
+ * difysandbox-prepare-runtime and difysandbox-installer lay it out: <lang>/current -> gen-N holding the
+ * runtime metadata, <lang>/packages/current -> gen-N holding what pip or npm installed. The list must be
+ * the metadata's packages in their order, then the generation's, sorted, and nothing else. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/cleanup.h"
+#include "common/packages.h"
+
+static int setup(void **state) {
+        char *dir = strdup("/tmp/test-packages-XXXXXX");
+
+        if (!dir || !mkdtemp(dir)) {
+                free(dir);
+                return -1;
+        }
+        *state = dir;
+        return 0;
+}
+
+static int teardown(void **state) {
+        _cleanup_free_ char *dir = *state, *cmd = NULL;
+
+        if (asprintf(&cmd, "rm -rf '%s'", dir) < 0)
+                return -1;
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Creates root/rel with its parent directories and the content. */
+static void put(const char *root, const char *rel, const char *content) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -EBADF;
+
+        assert_true(asprintf(&path, "%s/%s", root, rel) >= 0);
+        for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+                *p = '\0';
+                assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+                *p = '/';
+        }
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, content, strlen(content)), (ssize_t) strlen(content));
+}
+
+static void link_at(const char *root, const char *rel, const char *target) {
+        _cleanup_free_ char *path = NULL;
+
+        assert_true(asprintf(&path, "%s/%s", root, rel) >= 0);
+        (void) unlink(path);
+        assert_int_equal(symlink(target, path), 0);
+}
+
+static void expect_list(const char *root, const char *language, const char *const *expected) {
+        _cleanup_free_ char *err_path = NULL;
+        Package *list = NULL;
+        size_t n = 0, want = 0;
+
+        while (expected[2 * want])
+                want++;
+        assert_int_equal(packages_list(root, language, &list, &n, &err_path), 0);
+        assert_null(err_path);
+        for (size_t i = 0; i < n && i < want; i++) {
+                if (!streq(list[i].name, expected[2 * i]) || !streq(list[i].version, expected[2 * i + 1]))
+                        fail_msg("entry %zu is %s %s, expected %s %s", i, list[i].name, list[i].version,
+                                 expected[2 * i], expected[2 * i + 1]);
+        }
+        assert_int_equal(n, want);
+        list = packages_free(list, n);
+        assert_null(list);
+}
+
+static const char metadata_python[] =
+        "{\"language\": \"python3\", \"packages\": ["
+        "{\"name\": \"python3-requests\", \"version\": \"2.28.1+dfsg-1\", \"requested\": true},"
+        "{\"name\": \"python3-certifi\", \"version\": \"2022.9.24-1\", \"requested\": false}]}";
+
+static void test_nothing_installed(void **state) {
+        const char *root = *state;
+        static const char *const none[] = { NULL };
+
+        expect_list(root, "python3", none);
+        expect_list(root, "nodejs", none);
+        put(root, "python3/gen-1/.difysandbox-runtime", "{\"packages\": []}");
+        link_at(root, "python3/current", "gen-1");
+        expect_list(root, "python3", none);
+        /* a packages directory without a current generation */
+        put(root, "python3/packages/.install.lock", "");
+        put(root, "python3/packages/.gen-1.tmp/python/a-1.dist-info/METADATA", "Name: a\nVersion: 1\n");
+        expect_list(root, "python3", none);
+}
+
+static void test_python_runtime_and_generation(void **state) {
+        const char *root = *state;
+        static const char *const expected[] = {
+                "python3-requests",
+                "2.28.1+dfsg-1",
+                "python3-certifi",
+                "2022.9.24-1", /* metadata order */
+                "httpx_extra",
+                "0.1",
+                "Tinypkg",
+                "2.0", /* sorted */
+                NULL,
+        };
+
+        put(root, "python3/gen-3/.difysandbox-runtime", metadata_python);
+        link_at(root, "python3/current", "gen-3");
+        /* gen-1 is an older generation: not listed */
+        put(root, "python3/packages/gen-1/python/old-1.0.dist-info/METADATA", "Name: old\nVersion: 1.0\n");
+        put(root, "python3/packages/gen-2/python/tinypkg-2.0.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: Tinypkg\nVersion: 2.0\nSummary: x\n\nName: not-a-header\n");
+        put(root, "python3/packages/gen-2/python/httpx_extra-0.1.dist-info/METADATA",
+            "Metadata-Version: 2.1\r\nVersion:   0.1\r\nName: httpx_extra\r\n\r\n");
+        /* skipped: no METADATA, no Version before the body, not a dist-info */
+        put(root, "python3/packages/gen-2/python/broken-1.0.dist-info/RECORD", "");
+        put(root, "python3/packages/gen-2/python/body-1.0.dist-info/METADATA",
+            "Name: body\n\nVersion: 1.0\n");
+        put(root, "python3/packages/gen-2/python/tinypkg/__init__.py", "");
+        put(root, "python3/packages/gen-2/python/legacy-1.0.egg-info/PKG-INFO",
+            "Name: legacy\nVersion: 1.0\n");
+        link_at(root, "python3/packages/current", "gen-2");
+
+        expect_list(root, "python3", expected);
+}
+
+static void test_nodejs_generation(void **state) {
+        const char *root = *state;
+        static const char *const expected[] = {
+                "nodejs-runtime", "20.1",   "@types/node", "20.5.0", "left-pad",
+                "1.3.0",          "lodash", "4.17.21",     NULL,
+        };
+
+        put(root, "nodejs/gen-1/.difysandbox-runtime",
+            "{\"packages\": [{\"name\": \"nodejs-runtime\", \"version\": \"20.1\"}]}");
+        link_at(root, "nodejs/current", "gen-1");
+        put(root, "nodejs/packages/gen-4/node_modules/lodash/package.json",
+            "{\"name\": \"lodash\", \"version\": \"4.17.21\", \"main\": \"lodash.js\"}");
+        put(root, "nodejs/packages/gen-4/node_modules/left-pad/package.json",
+            "{\"version\": \"1.3.0\", \"name\": \"left-pad\"}");
+        put(root, "nodejs/packages/gen-4/node_modules/@types/node/package.json",
+            "{\"name\": \"@types/node\", \"version\": \"20.5.0\"}");
+        /* nested dependencies are not what a run imports by name; broken and hidden entries are skipped */
+        put(root, "nodejs/packages/gen-4/node_modules/lodash/node_modules/inner/package.json",
+            "{\"name\": \"inner\", \"version\": \"1.0.0\"}");
+        put(root, "nodejs/packages/gen-4/node_modules/broken/package.json", "{\"name\": ");
+        put(root, "nodejs/packages/gen-4/node_modules/noversion/package.json", "{\"name\": \"noversion\"}");
+        put(root, "nodejs/packages/gen-4/node_modules/.bin/x", "");
+        put(root, "nodejs/packages/gen-4/node_modules/.package-lock.json", "{}");
+        put(root, "nodejs/packages/gen-4/node_modules/@scope/.hidden/package.json",
+            "{\"name\": \"@scope/.hidden\", \"version\": \"1\"}");
+        put(root, "nodejs/packages/gen-4/package.json",
+            "{\"name\": \"difysandbox-packages\", \"version\": \"1.0.0\"}");
+        link_at(root, "nodejs/packages/current", "gen-4");
+
+        expect_list(root, "nodejs", expected);
+}
+
+static void test_errors(void **state) {
+        const char *root = *state;
+        _cleanup_free_ char *err_path = NULL, *expect = NULL;
+        Package *list = NULL;
+        size_t n = 0;
+
+        assert_int_equal(packages_list(root, "ruby", &list, &n, &err_path), -EINVAL);
+        assert_null(err_path);
+
+        put(root, "python3/gen-1/.difysandbox-runtime", "{\"packages\": [{\"name\": \"x\"}]}");
+        link_at(root, "python3/current", "gen-1");
+        assert_int_equal(packages_list(root, "python3", &list, &n, &err_path), -EBADMSG);
+        assert_true(asprintf(&expect, "%s/python3/current/.difysandbox-runtime", root) >= 0);
+        assert_string_equal(err_path, expect);
+        free(err_path);
+        err_path = NULL;
+        put(root, "python3/gen-1/.difysandbox-runtime", "not json");
+        assert_int_equal(packages_list(root, "python3", &list, &n, NULL), -EBADMSG);
+
+        /* a packages directory whose current is not a generation */
+        put(root, "python3/gen-1/.difysandbox-runtime", metadata_python);
+        put(root, "python3/packages/gen-1/python/x", "");
+        link_at(root, "python3/packages/current", "/etc");
+        free(expect);
+        assert_true(asprintf(&expect, "%s/python3/packages", root) >= 0);
+        assert_int_equal(packages_list(root, "python3", &list, &n, &err_path), -EBADMSG);
+        assert_string_equal(err_path, expect);
+        assert_null(list);
+}
+
+/* The list takes the generation's shared lock only while it reads: a collector can remove it after. */
+static void test_lock_released(void **state) {
+        const char *root = *state;
+        _cleanup_free_ char *gen = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        static const char *const expected[] = { "a", "1", NULL };
+
+        put(root, "python3/packages/gen-1/python/a-1.dist-info/METADATA", "Name: a\nVersion: 1\n");
+        link_at(root, "python3/packages/current", "gen-1");
+        expect_list(root, "python3", expected);
+        assert_true(asprintf(&gen, "%s/python3/packages/gen-1", root) >= 0);
+        fd = open(gen, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_nothing_installed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_python_runtime_and_generation, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_nodejs_generation, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lock_released, setup, teardown),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,294 @@
+"""The documentation keeps up with the code: every command-line option, configuration key, environment
+override and D-Bus member that exists is in its man page, every man page renders without a warning,
+and the operator documentation's links and journal message IDs point at things that exist.
+
+Sources of truth: the programs' --help and their getopt tables (src/cli, src/worker, src/manager,
+src/ctl), the key and environment tables of src/common/config-file.c, and the introspection XML
+dbus/org.difysandbox.Sandbox1.xml. A page or program that does not exist yet skips its test with what
+is missing. Needs no root.
+"""
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import sandbox_binary
+from serve_helpers import worker_binary
+
+REPO = Path(__file__).resolve().parents[2]
+MAN = REPO / 'man'
+SRC = REPO / 'src'
+DBUS_XML = REPO / 'dbus' / 'org.difysandbox.Sandbox1.xml'
+CONFIG_FILE_C = SRC / 'common' / 'config-file.c'
+PREFIX = Path(sandbox_binary()).resolve().parent.parent
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+def page_text(page):
+    """The scdoc source of man/<page>.scd with scdoc's escapes undone (max\\_workers -> max_workers),
+    or a skip naming the missing page."""
+    path = MAN / f'{page}.scd'
+    if not path.exists():
+        pytest.skip(f'man/{page}.scd does not exist yet')
+    return re.sub(r'\\([\\_*])', r'\1', path.read_text())
+
+
+def entries(text):
+    """{term line: the entry's whole text} of scdoc definition lists: a line at column 0 that starts
+    with '*' and is followed by a tab-indented line opens an entry, which runs over the tab-indented
+    and empty lines after it."""
+    out, lines = {}, text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith('*') and i + 1 < len(lines) and lines[i + 1].startswith('\t'):
+            body = [line]
+            i += 1
+            while i < len(lines) and (lines[i].startswith('\t') or not lines[i].strip()):
+                body.append(lines[i])
+                i += 1
+            out[line] = '\n'.join(body)
+        else:
+            i += 1
+    return out
+
+
+def entry_for(text, term):
+    """The entries whose header names *term* in bold."""
+    return [body for header, body in entries(text).items() if f'*{term}*' in header]
+
+
+def getopt_long_options(paths):
+    """The long option names of every `struct option` table in these C files."""
+    names = set()
+    for path in paths:
+        names |= set(re.findall(r'\{\s*"([a-z0-9][a-z0-9-]*)"\s*,\s*(?:no|required|optional)_argument',
+                                Path(path).read_text()))
+    return names
+
+
+def help_options(argv):
+    """The --options that `argv --help` prints, or None when the program is not there."""
+    if not os.access(argv[0], os.X_OK):
+        return None
+    p = subprocess.run([*argv, '--help'], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=30, env={'PATH': os.environ.get('PATH', '/usr/bin:/bin')})
+    assert p.returncode == 0, f'{" ".join(argv)} --help exited {p.returncode}: {p.stderr}'
+    return set(re.findall(r'(?<![\w-])--([a-z][a-z0-9-]*)', p.stdout))
+
+
+def sources_with_main(directory, exclude=()):
+    return [p for p in sorted(glob.glob(str(SRC / directory / '*.c')))
+            if os.path.basename(p) not in exclude and re.search(r'^int main\(', Path(p).read_text(), re.M)]
+
+
+# ------------------------------------------------------------------------- programs and their pages
+
+def manager_binary():
+    return str(PREFIX / 'libexec' / 'difysandbox-manager')
+
+
+def ctl_binary():
+    return shutil.which('difysandboxctl') or str(PREFIX / 'bin' / 'difysandboxctl')
+
+
+# page, how to get --help (list of argv), sources, verbs the page must describe.
+# difysandbox-installer (src/manager/installer-main.c) is left out: the manager starts it with a fixed
+# command line; it is no operator's command and has no page.
+PROGRAMS = {
+    'difysandbox.8': (lambda: [[sandbox_binary()], [sandbox_binary(), 'run'], [sandbox_binary(), 'serve'],
+                               [sandbox_binary(), 'check-config']],
+                      lambda: [str(SRC / 'cli' / 'difysandbox.c')],
+                      ('run', 'serve', 'check-config')),
+    'difysandbox-worker.8': (lambda: [[worker_binary()]],
+                             lambda: [str(SRC / 'worker' / 'worker-main.c')],
+                             ()),
+    'difysandbox-manager.8': (lambda: [[manager_binary()]],
+                              lambda: sources_with_main('manager', exclude=('installer-main.c',)),
+                              ()),
+    'difysandboxctl.1': (lambda: [[ctl_binary()]],
+                         lambda: sources_with_main('ctl'),
+                         ('status', 'stats', 'deps', 'list', 'install', 'refresh', 'reload')),
+}
+
+
+@pytest.mark.parametrize('page', sorted(PROGRAMS))
+def test_every_option_is_in_its_man_page(page):
+    helps, sources, verbs = PROGRAMS[page]
+    text = page_text(page)
+    source_files = [s for s in sources() if os.path.exists(s)]
+    options = getopt_long_options(source_files)
+    # Run --help only where the program's own table says it has one: a daemon without it would start.
+    ran = []
+    if 'help' in options or not source_files:
+        for argv in helps():
+            found = help_options(argv)
+            if found is not None:
+                options |= found
+                ran.append(' '.join(argv))
+    if not source_files and not ran:
+        pytest.skip(f'neither the sources nor the installed program of {page} exist yet')
+    assert options, f'no option found for {page} in {source_files} or {ran}'
+    missing = sorted(o for o in options if f'*--{o}*' not in text)
+    assert not missing, (f'man/{page}.scd does not document ' + ', '.join('--' + o for o in missing) +
+                         f' (from {source_files + ran})')
+    absent_verbs = [v for v in verbs if not re.search(rf'\*[^*\n]*\b{re.escape(v)}\b[^*\n]*\*', text)]
+    assert not absent_verbs, f'man/{page}.scd does not describe the verbs {absent_verbs}'
+
+
+# ------------------------------------------------------------------------------ configuration keys
+
+def config_tables():
+    text = CONFIG_FILE_C.read_text()
+    keys_block = re.search(r'static const KeyDef keys\[\] = \{(.*?)\n\};', text, re.S)
+    env_block = re.search(r'static const EnvOverride env_overrides\[\] = \{(.*?)\n\};', text, re.S)
+    assert keys_block and env_block, f'the key or environment table of {CONFIG_FILE_C} moved'
+    keys = re.findall(r'\{\s*"([a-z0-9_.]+)"\s*,\s*(KEY_[A-Z_]+)', keys_block.group(1))
+    env = re.findall(r'\{\s*"([A-Z0-9_]+)"\s*,\s*"([a-z0-9_.]+)"', env_block.group(1))
+    assert len(keys) > 30 and len(env) > 20, (len(keys), len(env))
+    return [k for k, kind in keys if kind != 'KEY_SECTION'], env
+
+
+def test_every_config_key_is_in_difysandbox_conf_5():
+    text = page_text('difysandbox.conf.5')
+    keys, _ = config_tables()
+    missing = [k for k in keys if not entry_for(text, k)]
+    assert not missing, f'man/difysandbox.conf.5.scd has no entry for the keys {missing}'
+
+
+def test_every_environment_override_is_in_its_key_entry():
+    text = page_text('difysandbox.conf.5')
+    keys, env = config_tables()
+    wrong = []
+    for variable, key in env:
+        assert key in keys, f'{variable} overrides {key}, which is not in the key table'
+        if not any(f'*{variable}*' in body for body in entry_for(text, key)):
+            wrong.append(f'{variable} (for {key})')
+    assert not wrong, 'man/difysandbox.conf.5.scd does not name these variables in their key\'s entry: ' \
+                      + ', '.join(wrong)
+
+
+# ------------------------------------------------------------------------------------------- D-Bus
+
+def dbus_members():
+    """[(interface, kind, name, [(type, name), ...] in, [(type, name), ...] out)] from the XML."""
+    members = []
+    for iface in ET.parse(DBUS_XML).getroot().iter('interface'):
+        for el in iface:
+            if el.tag == 'method':
+                args = el.findall('arg')
+                ins = [(a.get('type'), a.get('name')) for a in args if a.get('direction', 'in') == 'in']
+                outs = [(a.get('type'), a.get('name')) for a in args if a.get('direction') == 'out']
+                members.append((iface.get('name'), 'method', el.get('name'), ins, outs))
+            elif el.tag == 'signal':
+                args = [(a.get('type'), a.get('name')) for a in el.findall('arg')]
+                members.append((iface.get('name'), 'signal', el.get('name'), args, []))
+            elif el.tag == 'property':
+                members.append((iface.get('name'), 'property', el.get('name'), [(el.get('type'), None)], []))
+    assert members, f'no member in {DBUS_XML}'
+    return members
+
+
+def test_every_dbus_member_is_in_its_man_page_with_its_signature():
+    text = page_text('org.difysandbox.Sandbox1.5')
+    problems = []
+    for iface in sorted({m[0] for m in dbus_members()}):
+        if iface not in text:
+            problems.append(f'interface {iface} is not named')
+    for iface, kind, name, ins, outs in dbus_members():
+        headers = [h for h in entries(text) if re.match(rf'\*{name}\*', h)]
+        if not headers:
+            problems.append(f'{kind} {iface}.{name} has no entry')
+            continue
+        header = headers[0]
+        for typ, arg in ins + outs:
+            want = f'_{typ}_' + (f' {arg}' if arg else '')
+            if want not in header:
+                problems.append(f'{kind} {name}: its entry header {header!r} lacks {want!r}')
+    assert not problems, 'man/org.difysandbox.Sandbox1.5.scd:\n' + '\n'.join(problems)
+
+
+def test_no_dbus_member_is_documented_that_does_not_exist():
+    text = page_text('org.difysandbox.Sandbox1.5')
+    real = {m[2] for m in dbus_members()}
+    documented = {m.group(1) for h in entries(text) for m in [re.match(r'\*([A-Z][A-Za-z0-9]*)\*', h)] if m}
+    assert documented, 'no member entry found in the page'
+    assert documented <= real, f'documented but not in {DBUS_XML.name}: {sorted(documented - real)}'
+
+
+# --------------------------------------------------------------------------------- pages and docs
+
+@pytest.mark.parametrize('source', sorted(p.name for p in MAN.glob('*.scd')))
+def test_man_page_renders_without_warnings(source, tmp_path):
+    scdoc, man = shutil.which('scdoc'), shutil.which('man')
+    assert scdoc, 'scdoc is not installed (Debian package scdoc)'
+    assert man, 'man is not installed (Debian package man-db)'
+    out = tmp_path / source[:-len('.scd')]
+    with open(MAN / source, 'rb') as src, open(out, 'wb') as dst:
+        p = subprocess.run([scdoc], stdin=src, stdout=dst, stderr=subprocess.PIPE, timeout=30)
+    assert p.returncode == 0, f'scdoc refuses {source}: {p.stderr.decode(errors="replace")}'
+    p = subprocess.run([man, '--warnings', '-l', str(out)], capture_output=True, text=True, timeout=60,
+                       env={'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'MANWIDTH': '100',
+                            'LANG': 'C.UTF-8'})
+    assert p.returncode == 0 and p.stderr == '', f'man --warnings on {source}:\n{p.stderr}'
+
+
+def operator_docs():
+    return [REPO / 'README.md'] + sorted((REPO / 'docs').glob('*.md'))
+
+
+def test_readme_starts_with_the_two_commands():
+    text = (REPO / 'README.md').read_text()
+    commands = re.search(r'```sh\n(.*?)```', text, re.S)
+    assert commands, 'README.md has no sh block'
+    lines = [line.split('#')[0].strip() for line in commands.group(1).splitlines()]
+    assert lines[:2] == ['./scripts/run', './scripts/test'], lines
+    for variable in ('CODE_EXECUTION_ENDPOINT', 'CODE_EXECUTION_API_KEY'):
+        assert variable in text, f'README.md does not say how to point Dify at it ({variable})'
+
+
+def github_anchors(markdown):
+    """The anchors GitHub gives the headings of a Markdown file."""
+    anchors = set()
+    for heading in re.findall(r'^#{1,6}\s+(.*?)\s*$', re.sub(r'```.*?```', '', markdown, flags=re.S), re.M):
+        slug = re.sub(r'[^\w\- ]', '', heading.replace('`', '').lower()).replace(' ', '-')
+        anchors.add(slug)
+    return anchors
+
+
+def test_relative_links_point_at_files_and_headings():
+    broken = []
+    for doc in operator_docs():
+        for target in re.findall(r'\]\(([^)\s]+)\)', doc.read_text()):
+            if re.match(r'[a-z]+:', target):
+                continue
+            file, _, anchor = target.partition('#')
+            path = (doc.parent / file).resolve() if file else doc
+            if not path.exists():
+                broken.append(f'{doc.relative_to(REPO)} -> {target}')
+            elif anchor and path.suffix == '.md' and anchor not in github_anchors(path.read_text()):
+                broken.append(f'{doc.relative_to(REPO)} -> {target} (no such heading)')
+    assert not broken, 'links to files or headings that do not exist:\n' + '\n'.join(broken)
+
+
+def test_message_ids_in_the_docs_are_the_codes():
+    """A MESSAGE_ID an operator is told to query is one the code writes."""
+    defined = set()
+    for path in SRC.rglob('*.[ch]'):
+        defined |= set(re.findall(r'#define\s+MESSAGE_\w+_STR\s+"([0-9a-f]{32})"', path.read_text()))
+    assert defined, 'no MESSAGE_*_STR defined in src/'
+    quoted = {}
+    for doc in operator_docs() + sorted(MAN.glob('*.scd')):
+        text = re.sub(r'\\([\\_*])', r'\1', doc.read_text())  # scdoc's escapes
+        for mid in re.findall(r'MESSAGE_ID[=:\s*]*([0-9a-f]{32})', text):
+            quoted.setdefault(mid, []).append(doc.name)
+    assert quoted, 'no MESSAGE_ID quoted anywhere in the docs'
+    unknown = {mid: docs for mid, docs in quoted.items() if mid not in defined}
+    assert not unknown, f'MESSAGE_IDs that no source defines: {unknown}'

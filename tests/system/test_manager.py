@@ -394,32 +394,64 @@ def test_reload_applies_to_a_kept_alive_connection(container):
 
 # ---------------------------------------------------------------------------- stats and journal
 
+def post_run(code, language="python3"):
+    status, body = request("POST", "/v1/sandbox/run",
+                           {"language": language, "code": code, "preload": "", "enable_network": False})
+    return status, json.loads(body)
+
+
 def test_stats_count_the_runs_by_result(container):
-    before = stats(container)
-    codes = [("print('ok')", "ok"), ("print('ok')", "ok"), ("import sys; sys.exit(3)", "error"),
-             ("import os; os.fork()", None)]
-    results = []
-    for code, _ in codes:
-        status, body = request("POST", "/v1/sandbox/run",
-                               {"language": "python3", "code": code, "preload": "", "enable_network": False})
-        results.append(json.loads(body))
-    run("console.log(1)", language="nodejs")
-    after = stats(container)
-    delta = {k: after["RunsByResult"][k] - before["RunsByResult"].get(k, 0) for k in after["RunsByResult"]}
-    assert delta["ok"] == 3 and delta["error"] == 1, delta
-    # The fork is refused by the seccomp policy: counted under whatever result the run got.
-    assert sum(delta.values()) == 5, delta
-    py = after["RunsByLanguage"]["python3"]
-    assert py["ok"] - before["RunsByLanguage"]["python3"]["ok"] == 2
+    # Small limits make each result cheap to produce; one request at a time makes a second one rejected.
+    set_config(container, "worker_timeout: 2\nmemory_max: 64M\nmax_requests: 1\n")
+    call(container, "ReloadConfig")
+    try:
+        before = stats(container)
+        expected = {"ok": 0, "error": 0, "timeout": 0, "memory": 0, "seccomp": 0, "rejected": 0}
+        for code, result in (("print('ok')", "ok"), ("print('ok')", "ok"), ("import sys; sys.exit(3)", "error"),
+                             ("import os; os.fork()", "seccomp"), ("while True:\n    pass", "timeout"),
+                             ("b = bytearray(b'x') * (256 << 20)", "memory")):
+            status, env = post_run(code)
+            assert status == 200 and env["code"] == 0, env
+            expected[result] += 1
+        assert post_run("console.log(1)", language="nodejs")[1]["code"] == 0
+        expected["ok"] += 1
+        t = threading.Thread(target=post_run, args=("import time; time.sleep(1.2)",))
+        t.start()
+        time.sleep(0.5)
+        status, env = post_run("print('too many')")
+        t.join(30)
+        assert status == 503 and env["code"] == -503, env
+        expected["ok"] += 1      # the sleeper
+        expected["rejected"] += 1
+        after = stats(container)
+    finally:
+        set_config(container, "")
+        call(container, "ReloadConfig")
+    delta = {k: after["RunsByResult"][k] - before["RunsByResult"][k] for k in expected}
+    assert delta == expected, (delta, expected)
+    py_ok = after["RunsByLanguage"]["python3"]["ok"] - before["RunsByLanguage"]["python3"]["ok"]
+    assert py_ok == 3
+    assert after["RunsByLanguage"]["nodejs"]["ok"] - before["RunsByLanguage"]["nodejs"]["ok"] == 1
     samples, p50, p95, p99 = after["Latency"]["python3"]
-    assert samples >= before["Latency"]["python3"][0] + 4 and 0 < p50 <= p95 <= p99
-    assert after["UidPoolSize"] == 1000 and 0 < after["UidPoolFree"] <= 1000
+    assert samples == before["Latency"]["python3"][0] + 7 and 0 < p50 <= p95 <= p99
+    assert p99 >= 1_800_000  # the timeout run took its two seconds
+    assert after["UidPoolSize"] == 1000 and after["UidPoolFree"] == 1000
     assert after["ActiveRuns"] == 0
     assert after["UptimeUSec"] > 0 and after["StatsSinceUSec"] > 0
     # Stats live with the workers, not the manager: a restart keeps them.
     container.sh("systemctl restart difysandbox-manager.service")
     again = stats(container)
     assert again["RunsByResult"]["ok"] == after["RunsByResult"]["ok"]
+
+
+def test_manager_notifies_systemd(container):
+    props = container.sh("systemctl show difysandbox-manager.service -p StatusText -p WatchdogUSec "
+                         "-p NotifyAccess -p Type").stdout
+    assert "StatusText=Serving" in props and "Type=dbus" in props, props
+    assert "WatchdogUSec=30s" in props and "NotifyAccess=main" in props, props
+    # A reload goes through RELOADING=1 and back to READY=1: systemd reports it as a reload that ended.
+    container.sh("systemctl reload difysandbox-manager.service")
+    assert "StatusText=Serving" in container.sh("systemctl show difysandbox-manager.service -p StatusText").stdout
 
 
 def test_active_runs_and_free_uids_during_a_run(container):

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cleanup-io.h"
 #include "cleanup.h"
 #include "parse.h"
 
@@ -23,11 +24,6 @@
 #define GEN_NAME_MAX (5 + 20 + 4 + 1)
 /* How often generation_acquire() resolves current again when a collector removed what it found. */
 #define ACQUIRE_ATTEMPTS 16
-
-static void closedirp(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
 
 /* name is prefix, a number without leading zeros (> 0), suffix: returns the number, else 0. */
 static uint64_t gen_number_of(const char *name, const char *prefix, const char *suffix) {

@@ -13,6 +13,7 @@
 
 #include <json-c/json.h>
 
+#include "cleanup-io.h"
 #include "cleanup.h"
 #include "fileio.h"
 #include "generation.h"
@@ -25,16 +26,6 @@
 #define PACKAGES_MAX 100000U
 
 DEFINE_POINTER_CLEANUP(json_object *, json_object_put);
-
-static void closedirp(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
-
-static void fclosep(FILE **f) {
-        if (*f)
-                (void) fclose(*f);
-}
 
 typedef struct PackageList {
         Package *items;

@@ -36,6 +36,7 @@
 
 #include <json-c/json.h>
 
+#include "common/cleanup-io.h"
 #include "common/cleanup.h"
 #include "common/fileio.h"
 #include "common/generation.h"
@@ -60,11 +61,6 @@
 #define TOOL_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 DEFINE_POINTER_CLEANUP(json_object *, json_object_put);
-
-static void fclosep(FILE **f) {
-        if (*f)
-                (void) fclose(*f);
-}
 
 static void strv_freep(char ***p) {
         if (!*p)

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "common/cleanup-io.h"
 #include "common/cleanup.h"
 #include "common/generation.h"
 #include "manager.h"
@@ -22,16 +23,6 @@ static int inode_cmp(const void *a, const void *b) {
         uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
 
         return x < y ? -1 : x > y;
-}
-
-static void closedirp(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
-
-static void fclosep(FILE **f) {
-        if (*f)
-                (void) fclose(*f);
 }
 
 /* The pool's lock files are <state_dir>/uids/<uid> (src/sandbox/uidpool.c), flock()ed exclusively by

@@ -257,6 +257,77 @@ def test_nodejs_install_of_a_local_tarball_then_a_run_requires_it(container):
     assert ["dsb-node-demo", "1.2.3"] in listed, listed
 
 
+def npm_tarball(name, version, js):
+    """An npm package tarball, as `npm pack` makes it: package/ at the top."""
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for path, text in (("package/package.json",
+                            json.dumps({"name": name, "version": version, "main": "index.js"})),
+                           ("package/index.js", js)):
+            data = text.encode()
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+class NpmRegistry:
+    """The part of the npm registry protocol an install uses: the packument, then the tarball."""
+
+    def __init__(self, name, version, js):
+        tarball = npm_tarball(name, version, js)
+        self.requests = []
+        reg = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                reg.requests.append(self.path)
+                base = f"http://127.0.0.1:{reg.server.server_address[1]}"
+                if self.path.strip("/") == name:
+                    doc = {"name": name, "dist-tags": {"latest": version},
+                           "versions": {version: {"name": name, "version": version,
+                                                  "dist": {"tarball": f"{base}/{name}-{version}.tgz",
+                                                           "shasum": hashlib.sha1(tarball).hexdigest()}}}}
+                    body, ctype = json.dumps(doc).encode(), "application/json"
+                elif self.path == f"/{name}-{version}.tgz":
+                    body, ctype = tarball, "application/octet-stream"
+                else:
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_nodejs_install_from_the_configured_registry(container, index):
+    registry = NpmRegistry("dsb-node-reg", "2.0.1", "module.exports = 'from the registry';\n")
+    set_config(container, f"python_pip_mirror_url: {index.url}\nnpm_registry: {registry.url}\n")
+    try:
+        call(container, "ReloadConfig")
+        p = container.sh("difysandboxctl deps install nodejs dsb-node-reg@^2 </dev/null")
+        assert "done" in p.stdout, p.stdout
+        assert "/dsb-node-reg" in registry.requests and "/dsb-node-reg-2.0.1.tgz" in registry.requests, \
+            registry.requests
+        out = run("console.log(require('dsb-node-reg'))", language="nodejs")
+        assert out["stdout"] == "from the registry\n", out
+    finally:
+        registry.server.shutdown()
+        set_config(container, f"python_pip_mirror_url: {index.url}\n")
+        call(container, "ReloadConfig")
+
+
 def test_http_refresh_route_goes_through_the_manager(container, index):
     container.sh("difysandboxctl deps install python3 dsb-demo </dev/null")
     before = generation(container, "python3")

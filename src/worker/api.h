@@ -1,7 +1,8 @@
 #pragma once
 /* api: owns the HTTP API of DESIGN §1: the route table, authentication, request bodies, the JSON
- * envelopes and what each route does (a run through admit.h and the sandbox, the dependency list and
- * its rebuild). It knows nothing of sockets: http.c hands it a parsed request and sends what it
+ * envelopes and what each route does (a run through admit.h and the sandbox, counted in the shared
+ * stats; the dependency list from packages.h; a new dependency generation through manager-client.h).
+ * It knows nothing of sockets: http.c hands it a parsed request and sends what it
  * answers. Handlers log once what they decide to refuse or what failed; the per-request journal record
  * is written by http.c from ApiFacts. */
 

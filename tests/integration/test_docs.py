@@ -99,9 +99,11 @@ def ctl_binary():
     return shutil.which('difysandboxctl') or str(PREFIX / 'bin' / 'difysandboxctl')
 
 
+def libexec_helper(name):
+    return str(PREFIX / 'libexec' / 'difysandbox' / name)
+
+
 # page, how to get --help (list of argv), sources, verbs the page must describe.
-# difysandbox-installer (src/manager/installer-main.c) is left out: the manager starts it with a fixed
-# command line; it is no operator's command and has no page.
 PROGRAMS = {
     'difysandbox.8': (lambda: [[sandbox_binary()], [sandbox_binary(), 'run'], [sandbox_binary(), 'serve'],
                                [sandbox_binary(), 'check-config']],
@@ -115,7 +117,14 @@ PROGRAMS = {
                               ()),
     'difysandboxctl.1': (lambda: [[ctl_binary()]],
                          lambda: sources_with_main('ctl'),
-                         ('status', 'stats', 'deps', 'list', 'install', 'refresh', 'reload')),
+                         ('status', 'stats', 'deps', 'list', 'install', 'refresh', 'reload', 'run')),
+    'difysandbox-installer.8': (lambda: [[libexec_helper('difysandbox-installer')]],
+                                lambda: [str(SRC / 'manager' / 'installer-main.c')],
+                                ()),
+    # A Python script: its argparse --help is the only table of its options.
+    'difysandbox-prepare-runtime.8': (lambda: [[str(REPO / 'scripts' / 'difysandbox-prepare-runtime')]],
+                                      lambda: [],
+                                      ()),
 }
 
 

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
@@ -30,9 +31,9 @@ typedef struct Job Job;
 typedef struct Manager {
         sd_event *event;
         sd_bus *bus;
-        Config cfg;     /* the configuration in force: the one last published */
-        Stats *stats;   /* the workers' shared state, in cfg.state_dir; NULL if it cannot be opened */
-        Job *jobs;      /* running dependency jobs, at most one per language */
+        Config cfg;   /* the configuration in force: the one last published */
+        Stats *stats; /* the workers' shared state, in cfg.state_dir; NULL if it cannot be opened */
+        Job *jobs;    /* running dependency jobs, at most one per language */
         uint32_t next_job_id;
         uint64_t started_realtime_usec, started_monotonic_usec;
         uint64_t config_loaded_realtime_usec;

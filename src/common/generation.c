@@ -201,17 +201,11 @@ static int remove_tree_at(int dir_fd, const char *name) {
 
 static int remove_children(int fd) {
         _cleanup_(closedirp) DIR *d = NULL;
-        int dfd, r;
+        int r;
 
-        dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (dfd < 0)
-                return -errno;
-        d = fdopendir(dfd);
-        if (!d) {
-                r = -errno;
-                (void) safe_close(dfd);
+        r = opendir_dup(fd, &d);
+        if (r < 0)
                 return r;
-        }
         for (;;) {
                 struct dirent *de;
 
@@ -233,17 +227,11 @@ static int remove_children(int fd) {
 /* Sets the modes of everything below fd as generation_commit() promises. */
 static int normalize_children(int fd) {
         _cleanup_(closedirp) DIR *d = NULL;
-        int dfd, r;
+        int r;
 
-        dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (dfd < 0)
-                return -errno;
-        d = fdopendir(dfd);
-        if (!d) {
-                r = -errno;
-                (void) safe_close(dfd);
+        r = opendir_dup(fd, &d);
+        if (r < 0)
                 return r;
-        }
         for (;;) {
                 struct dirent *de;
                 struct stat st;
@@ -291,7 +279,7 @@ int generation_begin(const char *packages_dir, uint64_t *ret_number, int *ret_lo
         _cleanup_(closedirp) DIR *d = NULL;
         char name[GEN_NAME_MAX];
         uint64_t max = 0, current;
-        int dfd, r;
+        int r;
 
         if (!packages_dir || packages_dir[0] != '/')
                 return -EINVAL;
@@ -314,15 +302,9 @@ int generation_begin(const char *packages_dir, uint64_t *ret_number, int *ret_lo
         if (r >= 0 && current > max)
                 max = current;
 
-        dfd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
-        if (dfd < 0)
-                return -errno;
-        d = fdopendir(dfd);
-        if (!d) {
-                r = -errno;
-                (void) safe_close(dfd);
+        r = opendir_dup(dir_fd, &d);
+        if (r < 0)
                 return r;
-        }
         for (;;) {
                 struct dirent *de;
                 uint64_t n, stale;
@@ -478,7 +460,7 @@ int generation_collect(const char *packages_dir) {
         _cleanup_close_ int dir_fd = -EBADF;
         _cleanup_(closedirp) DIR *d = NULL;
         uint64_t current;
-        int dfd, r, removed = 0;
+        int r, removed = 0;
 
         r = open_packages_dir(packages_dir, &dir_fd);
         if (r == -ENOENT)
@@ -489,15 +471,9 @@ int generation_collect(const char *packages_dir) {
         if (r < 0)
                 return r; /* not knowing which one is current, remove nothing */
 
-        dfd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
-        if (dfd < 0)
-                return -errno;
-        d = fdopendir(dfd);
-        if (!d) {
-                r = -errno;
-                (void) safe_close(dfd);
+        r = opendir_dup(dir_fd, &d);
+        if (r < 0)
                 return r;
-        }
         for (;;) {
                 struct dirent *de;
                 uint64_t n;

@@ -238,17 +238,11 @@ static int read_package_json(int dir_fd, const char *dir, PackageList *l) {
 /* The packages directly in dir_fd (node_modules or one @scope of it); recurses once into scopes. */
 static int list_node_modules(int dir_fd, bool scope, PackageList *l) {
         _cleanup_(closedirp) DIR *d = NULL;
-        int fd, r;
+        int r;
 
-        fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                r = -errno;
-                (void) safe_close(fd);
+        r = opendir_dup(dir_fd, &d);
+        if (r < 0)
                 return r;
-        }
         for (;;) {
                 struct dirent *de;
 

@@ -441,13 +441,6 @@ int job_start(Manager *m, const char *language, const char *kind, char **package
         /* The start time keeps unit names unique across manager restarts. */
         (void) snprintf(j->unit, sizeof(j->unit), "difysandbox-deps-%s-%" PRIu64 "-%" PRIu32 ".service",
                         language, now_realtime_usec() / 1000000U, j->id);
-        r = log_append(j, "");
-        if (r < 0) {
-                job_free(j);
-                return r;
-        }
-        j->log_len = 0;
-        j->log[0] = '\0';
 
         r = start_unit(j, argv, packages_dir, write_fd, reterr);
         if (r < 0) {

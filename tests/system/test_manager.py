@@ -364,12 +364,14 @@ def test_installer_runs_unprivileged_in_a_sandboxed_unit(container, index):
             unit = out.split()[0] if out.strip() else ""
             time.sleep(0.1)
         assert unit, "no installer unit appeared"
-        props = container.sh(f"systemctl show {unit} -p User -p NoNewPrivileges -p ProtectSystem "
-                             "-p CapabilityBoundingSet -p PrivateTmp -p ReadWritePaths").stdout
-        assert "User=difysandbox-deps" in props
-        assert "NoNewPrivileges=yes" in props and "ProtectSystem=strict" in props
-        assert "PrivateTmp=yes" in props
-        assert "CapabilityBoundingSet=\n" in props or "CapabilityBoundingSet=" + "\n" in props + "\n", props
+        out = container.sh(f"systemctl show {unit} -p User -p NoNewPrivileges -p ProtectSystem "
+                           "-p CapabilityBoundingSet -p PrivateTmp -p ReadWritePaths").stdout
+        props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        assert props["User"] == "difysandbox-deps", props
+        assert props["NoNewPrivileges"] == "yes" and props["ProtectSystem"] == "strict", props
+        assert props["PrivateTmp"] == "yes", props
+        assert props["CapabilityBoundingSet"] == "", props
+        assert props["ReadWritePaths"] == "/var/lib/difysandbox/python3/packages", props
         pid = container.sh(f"systemctl show -p MainPID --value {unit}").stdout.strip()
         uid = container.sh(f"awk '/^Uid:/ {{print $2}}' /proc/{pid}/status").stdout.strip()
         assert uid == container.sh("id -u difysandbox-deps").stdout.strip()
@@ -390,8 +392,9 @@ def test_runs_work_while_the_manager_is_stopped(container):
         # The dependency routes need it, and say so.
         status, body = request("GET", "/v1/sandbox/dependencies/refresh?language=python3", timeout=120)
         env = json.loads(body)
-        # D-Bus activation may start it again for the call; either it answered, or the error names it.
-        assert env["code"] == 0 or "manager" in env["message"], env
+        # They ask the manager on the bus, which D-Bus activation starts again for the call.
+        assert env["code"] == 0, env
+        assert container.sh("systemctl is-active difysandbox-manager.service").stdout.strip() == "active"
     finally:
         container.sh("systemctl start difysandbox-manager.service")
 
@@ -540,8 +543,8 @@ def test_active_runs_and_free_uids_during_a_run(container):
             time.sleep(0.1)
         assert seen, "ActiveRuns never became 1"
         assert seen["UidPoolFree"] <= size - 1
-        props = busctl(container, "get-property", BUS, PATH, IFACE, "ActiveRuns")
-        assert props["data"] >= 0
+        prop = busctl(container, "get-property", BUS, PATH, IFACE, "ActiveRuns")
+        assert prop["data"] >= 1, prop  # the run sleeps 3 s: still active right after
     finally:
         t.join(30)
 
@@ -571,8 +574,7 @@ def test_reads_are_open_and_changes_are_root_only(container):
     for method, sig, args in (("ReloadConfig", "", ()), ("RefreshDependencies", "s", ("python3",)),
                               ("InstallDependencies", "sas", ("python3", "1", "dsb-demo"))):
         p = call(container, method, sig, *args, user=NOBODY, check=False)
-        assert p.returncode != 0 and "AccessDenied" in p.stderr + p.stdout or \
-            "Access denied" in p.stderr + p.stdout, (method, p)
+        assert p.returncode != 0 and "Access denied" in p.stderr, (method, p)
     p = container.sh(f"{NOBODY} difysandboxctl reload", check=False)
     assert p.returncode != 0 and "needs root" in p.stderr, p
     p = container.sh(f"{NOBODY} difysandboxctl stats")

@@ -55,6 +55,9 @@ build_and_install() {
         ninja -C "$BUILD_DIR" >/dev/null || { ninja -C "$BUILD_DIR"; die "build failed"; }
         step "installing into $PREFIX"
         meson install -C "$BUILD_DIR" --quiet >/dev/null || die "meson install failed"
+        # The users: difysandbox-worker (HTTP workers, `difysandbox serve` included) and difysandbox-deps.
+        step "creating the system users of sysusers.d/difysandbox.conf"
+        systemd-sysusers "$PREFIX/lib/sysusers.d/difysandbox.conf" || die "systemd-sysusers failed"
 }
 
 prepare_runtimes() {

@@ -54,6 +54,7 @@ typedef enum KeyType {
         KEY_STRING_LIST,   /* a list of strings, checked and then dropped */
         KEY_ENV_NAMES,     /* a list of environment variable names */
         KEY_EGRESS_RULES,  /* a list of egress rules (egress_rule_parse()) */
+        KEY_MODULES,       /* a list of module names a prepared interpreter imports */
 } KeyType;
 
 typedef struct KeyDef {
@@ -107,6 +108,16 @@ static const KeyDef keys[] = {
         { "tmp_size",                    KEY_SIZE,          F(tmp_size),              UINT64_C(1) << 20 },
         { "open_files_max",              KEY_UINT32,        F(open_files_max),        32 },
         { "prewarm",                     KEY_BOOL,          F(prewarm),               0 },
+        /* the runner's warm pool (src/runner/pool.h): prepared runs per language, and what they import */
+        { "pool_size",                   KEY_SECTION,       0,                        0 },
+        { "pool_size.python3",           KEY_UINT32,        F(pool_python3),          0 },
+        { "pool_size.nodejs",            KEY_UINT32,        F(pool_nodejs),           0 },
+        { "pool_preload",                KEY_SECTION,       0,                        0 },
+        { "pool_preload.python3",        KEY_MODULES,       F(preload_python3),       0 },
+        { "pool_preload.nodejs",         KEY_MODULES,       F(preload_nodejs),        0 },
+        /* privilege separation (DESIGN §2): where workers reach the runner, and who they run as */
+        { "runner_socket",               KEY_PATH,          F(runner_socket),         0 },
+        { "worker_user",                 KEY_STRING,        F(worker_user),           0 },
         { "uid_min",                     KEY_UID,           F(uid_min),               1 },
         { "uid_max",                     KEY_UID,           F(uid_max),               1 },
         { "state_dir",                   KEY_PATH,          F(state_dir),             0 },
@@ -159,6 +170,13 @@ static const EnvOverride env_overrides[] = {
         { "DIFYSANDBOX_TMP_SIZE",            "tmp_size",                    false },
         { "DIFYSANDBOX_OPEN_FILES_MAX",      "open_files_max",              false },
         { "DIFYSANDBOX_PREWARM",             "prewarm",                     false },
+        { "DIFYSANDBOX_POOL_SIZE_PYTHON3",   "pool_size.python3",           false },
+        { "DIFYSANDBOX_POOL_SIZE_NODEJS",    "pool_size.nodejs",            false },
+        { "DIFYSANDBOX_POOL_PRELOAD_PYTHON3",
+                                             "pool_preload.python3",        false },
+        { "DIFYSANDBOX_POOL_PRELOAD_NODEJS", "pool_preload.nodejs",         false },
+        { "DIFYSANDBOX_RUNNER_SOCKET",       "runner_socket",               false },
+        { "DIFYSANDBOX_WORKER_USER",         "worker_user",                 false },
         { "DIFYSANDBOX_UID_MIN",             "uid_min",                     false },
         { "DIFYSANDBOX_UID_MAX",             "uid_max",                     false },
         { "DIFYSANDBOX_STATE_DIR",           "state_dir",                   false },
@@ -827,6 +845,17 @@ static bool env_name_is_valid(const char *s, size_t len) {
         return true;
 }
 
+/* A Python module path (numpy, xml.etree) or an npm package name (lodash, @scope/name): what a prepared
+ * interpreter imports by name, joined with commas into its environment, so no comma, space or quote. */
+static bool module_name_is_valid(const char *s, size_t len) {
+        if (len == 0 || len > 214 || s[0] == '.' || s[0] == '/')
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (!(isalnum((unsigned char) s[i]) || strchr("_.-@/", s[i])) || s[i] == '\0')
+                        return false;
+        return true;
+}
+
 static int set_list(LoadContext *ctx, const KeyDef *def, const ScalarList *l) {
         _cleanup_(strv_freep) char **names = NULL;
         size_t n = 0;
@@ -844,12 +873,17 @@ static int set_list(LoadContext *ctx, const KeyDef *def, const ScalarList *l) {
                 return 0; /* accepted for upstream's sake; the runtime tree decides what runs see */
         }
 
-        if (def->type == KEY_ENV_NAMES) {
+        if (def->type == KEY_ENV_NAMES || def->type == KEY_MODULES) {
+                bool modules = def->type == KEY_MODULES;
                 names = calloc(l->n + 1, sizeof(char *));
                 if (!names)
                         return -ENOMEM;
                 for (size_t i = 0; i < l->n; i++) {
-                        if (!env_name_is_valid(l->items[i].text, l->items[i].len))
+                        if (modules && !module_name_is_valid(l->items[i].text, l->items[i].len))
+                                return fail_value(ctx, def, &l->items[i],
+                                                  "must be a module name (letters, digits and _ . - @ /, "
+                                                  "not starting with . or /)");
+                        if (!modules && !env_name_is_valid(l->items[i].text, l->items[i].len))
                                 return fail_value(
                                         ctx, def, &l->items[i],
                                         "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
@@ -953,7 +987,8 @@ static int set_from_env(LoadContext *ctx, const KeyDef *def, const char *value) 
         _cleanup_(scalar_list_done) ScalarList l = { 0 };
         size_t n = 1;
 
-        if (def->type != KEY_SYSCALLS && def->type != KEY_ENV_NAMES && def->type != KEY_EGRESS_RULES) {
+        if (def->type != KEY_SYSCALLS && def->type != KEY_ENV_NAMES && def->type != KEY_EGRESS_RULES &&
+            def->type != KEY_MODULES) {
                 Scalar v = { .text = (char *) value, .len = strlen(value) };
                 return set_scalar(ctx, def, &v);
         }
@@ -1064,6 +1099,7 @@ static int walk_list(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
                                         def->type == KEY_SYSCALLS       ? "system call names or numbers"
                                         : def->type == KEY_ENV_NAMES    ? "environment variable names"
                                         : def->type == KEY_EGRESS_RULES ? "egress rules"
+                                        : def->type == KEY_MODULES      ? "module names"
                                                                         : "strings",
                                         shape_name(e.type));
                 if (l.n == allocated) {
@@ -1086,7 +1122,8 @@ static int walk_list(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
 static int walk_value(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
         _cleanup_(yaml_event_deletep) yaml_event_t e = { 0 };
         bool is_list = def->type == KEY_SYSCALLS || def->type == KEY_STRING_LIST ||
-                       def->type == KEY_ENV_NAMES || def->type == KEY_EGRESS_RULES;
+                       def->type == KEY_ENV_NAMES || def->type == KEY_EGRESS_RULES ||
+                       def->type == KEY_MODULES;
         int r;
 
         r = next_event(ctx, p, &e);
@@ -1474,7 +1511,8 @@ int config_format(const Config *cfg, FILE *f, bool show_secrets) {
                         break;
                 case KEY_SYSCALLS:
                 case KEY_ENV_NAMES:
-                case KEY_EGRESS_RULES: {
+                case KEY_EGRESS_RULES:
+                case KEY_MODULES: {
                         char *const *l = *(char **const *) field;
                         (void) fputc('[', f);
                         for (size_t j = 0; l && l[j]; j++) {

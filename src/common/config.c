@@ -6,12 +6,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cleanup.h"
+
+static void strv_free_items(char **l) {
+        for (char **s = l; s && *s; s++)
+                free(*s);
+        free(l);
+}
+
 #ifndef LIBEXECDIR
 #define LIBEXECDIR "/usr/libexec"
 #endif
 #ifndef PKGLIBDIR
 #define PKGLIBDIR "/usr/lib/difysandbox"
 #endif
+
+/* A NULL-terminated list of copies of the arguments, NULL-terminated too. */
+static char **strv_new(const char *a, const char *b, const char *c) {
+        const char *items[] = { a, b, c };
+        char **l = calloc(ELEMENTSOF(items) + 1, sizeof(char *));
+
+        if (!l)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(items); i++)
+                if (!(l[i] = strdup(items[i]))) {
+                        strv_free_items(l);
+                        return NULL;
+                }
+        return l;
+}
 
 int config_init_defaults(Config *cfg) {
         *cfg = (Config){
@@ -32,6 +55,8 @@ int config_init_defaults(Config *cfg) {
                 .uid_min = 10000,
                 .uid_max = 10999,
                 .prewarm = true,
+                .pool_python3 = 2,
+                .pool_nodejs = 1,
                 .egress_max_connections = 16,
                 .egress_max_bytes = 64ULL << 20,
                 .egress_idle_timeout_usec = 30ULL * 1000000ULL,
@@ -55,11 +80,18 @@ int config_init_defaults(Config *cfg) {
         cfg->npm_registry = strdup("");
         cfg->egress_allow = calloc(1, sizeof(char *));
         cfg->egress_deny = calloc(1, sizeof(char *));
+        /* What a Dify code node most often imports: its jinja2 template transform, and the data-science
+         * pair whose import alone takes a third of a second (docs/performance.md). */
+        cfg->preload_python3 = strv_new("jinja2", "numpy", "pandas");
+        cfg->preload_nodejs = calloc(1, sizeof(char *));
+        cfg->runner_socket = strdup("/run/difysandbox/runner.sock");
+        cfg->worker_user = strdup("difysandbox-worker");
         if (!cfg->api_key || !cfg->python_path || !cfg->nodejs_path || !cfg->python_pip_mirror_url ||
             !cfg->allowed_syscalls || !cfg->proxy_socks5 || !cfg->proxy_http || !cfg->proxy_https ||
             !cfg->proxy_no_proxy || !cfg->log_path || !cfg->allowed_env_vars || !cfg->state_dir ||
             !cfg->runtime_dir || !cfg->enter_library || !cfg->python_requirements || !cfg->nodejs_packages ||
-            !cfg->npm_registry || !cfg->egress_allow || !cfg->egress_deny) {
+            !cfg->npm_registry || !cfg->egress_allow || !cfg->egress_deny || !cfg->preload_python3 ||
+            !cfg->preload_nodejs || !cfg->runner_socket || !cfg->worker_user) {
                 config_done(cfg);
                 return -ENOMEM;
         }
@@ -98,5 +130,9 @@ void config_done(Config *cfg) {
                 for (char **s = cfg->egress_deny; *s; s++)
                         free(*s);
         free(cfg->egress_deny);
+        strv_free_items(cfg->preload_python3);
+        strv_free_items(cfg->preload_nodejs);
+        free(cfg->runner_socket);
+        free(cfg->worker_user);
         *cfg = (Config){ 0 };
 }

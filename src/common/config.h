@@ -34,10 +34,16 @@ typedef struct Config {
         uint64_t tmp_size;          /* bytes of the run's /tmp tmpfs */
         uint32_t open_files_max;    /* RLIMIT_NOFILE */
         uint32_t uid_min, uid_max;  /* the UID pool, inclusive */
-        bool prewarm;               /* a keep-alive connection prepares its next run while idle */
-        char *state_dir;            /* /run/difysandbox: UID locks, admission, stats */
-        char *runtime_dir;          /* /var/lib/difysandbox: runtime trees per language */
-        char *enter_library;        /* the preloaded final seccomp stage on the host */
+        bool prewarm;               /* the runner keeps a warm pool of prepared runs */
+        uint32_t pool_python3;      /* prepared runs the pool keeps per language */
+        uint32_t pool_nodejs;
+        char **preload_python3; /* NULL-terminated modules a prepared interpreter imports */
+        char **preload_nodejs;
+        char *runner_socket; /* where workers reach difysandbox-runner (AF_UNIX, SOCK_SEQPACKET) */
+        char *worker_user;   /* the unprivileged user HTTP workers run as */
+        char *state_dir;     /* /run/difysandbox: UID locks, admission, stats */
+        char *runtime_dir;   /* /var/lib/difysandbox: runtime trees per language */
+        char *enter_library; /* the preloaded final seccomp stage on the host */
 
         /* ours: dependency generations (src/manager, DESIGN §4) */
         char *python_requirements; /* upstream's python-requirements.txt; missing = empty */

@@ -1,9 +1,11 @@
 /* manager-bus: the object /org/difysandbox/Sandbox1, interface org.difysandbox.Sandbox1.Manager, exactly
  * as dbus/org.difysandbox.Sandbox1.xml describes it. Reads are open to everyone
  * (SD_BUS_VTABLE_UNPRIVILEGED); sd-bus itself refuses the other methods to callers that are not root,
- * behind the bus policy that already does. */
+ * behind the bus policy that already does, except RefreshDependencies, which the workers' user may call
+ * too (check_root_or_worker()). */
 
 #include <errno.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,10 +92,38 @@ static int method_install_dependencies(sd_bus_message *msg, void *userdata, sd_b
         return r;
 }
 
+/* RefreshDependencies is open to root and to the HTTP workers' user (worker_user): Dify's
+ * /v1/sandbox/dependencies/refresh and /update routes ask for it, from a worker that holds no privilege
+ * (DESIGN §2), after checking the API key. It only reinstalls what the operator configured. */
+static int check_root_or_worker(sd_bus_message *msg, const Manager *m, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        struct passwd *pw;
+        uid_t euid;
+        int r;
+
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
+        if (r < 0)
+                return r;
+        r = sd_bus_creds_get_euid(creds, &euid);
+        if (r < 0)
+                return r;
+        if (euid == 0)
+                return 0;
+        pw = getpwnam(m->cfg.worker_user);
+        if (pw && pw->pw_uid == euid)
+                return 0;
+        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                 "Only root and the workers' user '%s' may refresh dependencies",
+                                 m->cfg.worker_user);
+}
+
 static int method_refresh_dependencies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         const char *language;
         int r;
 
+        r = check_root_or_worker(msg, userdata, error);
+        if (r < 0)
+                return r;
         r = sd_bus_message_read(msg, "s", &language);
         if (r < 0)
                 return r;
@@ -174,7 +204,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("InstallDependencies", SD_BUS_ARGS("s", language, "as", packages),
                                 SD_BUS_RESULT("o", job), method_install_dependencies, 0),
         SD_BUS_METHOD_WITH_ARGS("RefreshDependencies", SD_BUS_ARGS("s", language), SD_BUS_RESULT("o", job),
-                                method_refresh_dependencies, 0),
+                                method_refresh_dependencies, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListJobs", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(oss)", jobs), method_list_jobs,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ReloadConfig", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload_config, 0),

@@ -11,9 +11,13 @@
  * require(), after the (absent) node_modules directories of /tmp and /: where NODE_PATH would put it, but
  * without a variable in process.env, which holds only what a run needs (tests/escape/nodejs/environ.js).
  * Packages found there resolve their own dependencies from their own location, as npm lays them out.
- * Without a generation the directory does not exist and nothing changes. */
+ * Without a generation the directory does not exist and nothing changes. A prepared run of the warm
+ * pool then requires the modules of pool_preload.nodejs (runtime.h), which stay in require's cache. */
 #define NODEJS_BOOTSTRAP                                                \
         "module.paths.push('" RUNTIME_PACKAGES_MOUNT "/node_modules');" \
+        "for(const m of (process.env." RUNTIME_PRELOAD_VARIABLE         \
+        "||'').split(','))if(m)try{require(m)}catch{}"                  \
+        ";delete process.env." RUNTIME_PRELOAD_VARIABLE ";"             \
         "eval(require('fs').readFileSync(3,'utf8'))"
 
 static const char *const nodejs_argv_tail[] = {

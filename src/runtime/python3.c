@@ -15,7 +15,10 @@
  * and doing it here rather than in a .pth file of the runtime tree keeps the path next to its mount point
  * (RUNTIME_PACKAGES_MOUNT) and the order explicit. Without a generation the directory does not exist and
  * nothing changes. One line, so that tracebacks still show the bootstrap as line 1; its names are deleted
- * before the code runs in the same globals. */
+ * before the code runs in the same globals.
+ *
+ * A prepared run of the warm pool then imports the modules of pool_preload.python3 (runtime.h) while it
+ * waits: they are in sys.modules when the code's own import asks for them. */
 #define PYTHON3_PACKAGES RUNTIME_PACKAGES_MOUNT "/python"
 #define PYTHON3_BOOTSTRAP                                                                             \
         "_s=__import__('sys');_d='" PYTHON3_PACKAGES "';_n=len(_s.path);"                             \
@@ -23,6 +26,9 @@
         "_a=_s.path[_n:];del _s.path[_n:];"                                                           \
         "_k=next((i for i,p in enumerate(_s.path) if p.endswith('-packages')),_n);_s.path[_k:_k]=_a;" \
         "del _s,_d,_n,_a,_k;"                                                                         \
+        "_p=__import__('os').environ.pop('" RUNTIME_PRELOAD_VARIABLE "','');"                         \
+        "exec(\"for _m in _p.split(','):\\n try:_m and __import__(_m)\\n except Exception:pass\");"   \
+        "del _p,_m;"                                                                                  \
         "exec(compile(__import__('os').fdopen(3,'rb').read(),'<string>','exec'))"
 
 static const char *const python3_argv_tail[] = {

@@ -33,5 +33,42 @@ const char *language_to_string(Language language) {
 }
 
 const char *runtime_interpreter(const Runtime *rt, const Config *cfg) {
-        return rt->language == LANGUAGE_PYTHON3 ? cfg->python_path : cfg->nodejs_path;
+        switch (rt->language) {
+        case LANGUAGE_PYTHON3:
+                return cfg->python_path;
+        case LANGUAGE_NODEJS:
+                return cfg->nodejs_path;
+        case _LANGUAGE_MAX:
+        case _LANGUAGE_INVALID:
+                break;
+        }
+        return NULL;
+}
+
+char *const *runtime_pool_preload(const Runtime *rt, const Config *cfg) {
+        switch (rt->language) {
+        case LANGUAGE_PYTHON3:
+                return cfg->preload_python3;
+        case LANGUAGE_NODEJS:
+                return cfg->preload_nodejs;
+        case _LANGUAGE_MAX:
+        case _LANGUAGE_INVALID:
+                break;
+        }
+        return NULL;
+}
+
+unsigned runtime_pool_size(const Runtime *rt, const Config *cfg) {
+        if (!cfg->prewarm)
+                return 0;
+        switch (rt->language) {
+        case LANGUAGE_PYTHON3:
+                return cfg->pool_python3;
+        case LANGUAGE_NODEJS:
+                return cfg->pool_nodejs;
+        case _LANGUAGE_MAX:
+        case _LANGUAGE_INVALID:
+                break;
+        }
+        return 0;
 }

@@ -38,6 +38,13 @@ const char *language_to_string(Language language);
 
 /* The interpreter path from the config; the runtime tree holds it at the same absolute path. */
 const char *runtime_interpreter(const Runtime *rt, const Config *cfg);
+/* The modules a prepared interpreter of the warm pool imports before it waits for its code
+ * (pool_preload.<language>), and how many prepared runs the pool keeps (pool_size.<language>, 0 when
+ * prewarm is off). The bootstrap reads the list from DIFYSANDBOX_PRELOAD, comma-separated, and removes
+ * the variable before the code runs; a module that fails to import is skipped. */
+#define RUNTIME_PRELOAD_VARIABLE "DIFYSANDBOX_PRELOAD"
+char *const *runtime_pool_preload(const Runtime *rt, const Config *cfg);
+unsigned runtime_pool_size(const Runtime *rt, const Config *cfg);
 
 /* Defined by python3.c and nodejs.c. */
 const Runtime *python3_runtime(void);

@@ -151,6 +151,31 @@ static int sandbox_filters(Sandbox *sb, Language language, bool network, Seccomp
         return 0;
 }
 
+int sandbox_compile_filters(Sandbox *sb, RunFailure *reterr) {
+        SeccompProgram *exec_stage, *final_stage;
+        int r;
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                for (int net = 0; net <= (int) sb->cfg->enable_network; net++) {
+                        r = sandbox_filters(sb, l, net, &exec_stage, &final_stage, reterr);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+int sandbox_after_fork(Sandbox *sb, RunFailure *reterr) {
+        int r;
+
+        if (!sb->scopes)
+                return 0;                            /* standalone: cgroupfs needs no connection */
+        sb->scopes = scope_manager_free(sb->scopes); /* closes our copy of the parent's socket */
+        r = scope_manager_open(&sb->scopes);
+        if (r < 0)
+                return fail(reterr, "scope", r, "cannot connect to systemd on the system bus");
+        return 0;
+}
+
 /* The runtime tree of the language's current generation, resolved once so that the run keeps it even if
  * a new generation is switched in meanwhile. It must be root-owned and not writable by others, and hold
  * the interpreter at its host path. */
@@ -243,8 +268,32 @@ static const char *const proxy_environment[] = {
         NULL,
 };
 
-static int plan_strings_make(const Config *cfg, const Runtime *rt, bool network, const char *root,
-                             const char *interpreter, bool packages, PlanStrings *s) {
+/* RUNTIME_PRELOAD_VARIABLE=a,b,c of the language's pool_preload list, or NULL when it is empty. */
+static int preload_entry(const Config *cfg, const Runtime *rt, char **ret) {
+        char *const *modules = runtime_pool_preload(rt, cfg);
+        size_t len = strlen(RUNTIME_PRELOAD_VARIABLE "=") + 1;
+        char *entry;
+
+        *ret = NULL;
+        if (!modules || !modules[0])
+                return 0;
+        for (char *const *m = modules; *m; m++)
+                len += strlen(*m) + 1;
+        entry = malloc(len);
+        if (!entry)
+                return -ENOMEM;
+        strcpy(entry, RUNTIME_PRELOAD_VARIABLE "=");
+        for (char *const *m = modules; *m; m++) {
+                if (m != modules)
+                        strcat(entry, ",");
+                strcat(entry, *m); /* sized above; names hold no comma (config-file.c) */
+        }
+        *ret = entry;
+        return 0;
+}
+
+static int plan_strings_make(const Config *cfg, const Runtime *rt, bool network, bool preload,
+                             const char *root, const char *interpreter, bool packages, PlanStrings *s) {
         size_t n_env = 0;
 
         if (packages && asprintf(&s->packages_target, "%s" RUNTIME_PACKAGES_MOUNT, root) < 0)
@@ -273,7 +322,7 @@ static int plan_strings_make(const Config *cfg, const Runtime *rt, bool network,
                 n_proxy++;
         for (char **v = cfg->allowed_env_vars; v && *v; v++)
                 n_extra++;
-        s->envp = calloc(n_rt + n_proxy + n_extra + 2, sizeof(char *));
+        s->envp = calloc(n_rt + n_proxy + n_extra + 3, sizeof(char *));
         if (!s->envp)
                 return -ENOMEM;
         for (size_t i = 0; i < n_rt; i++)
@@ -295,6 +344,12 @@ static int plan_strings_make(const Config *cfg, const Runtime *rt, bool network,
                 if (asprintf(&entry, "%s=%s", *v, value) < 0)
                         return -ENOMEM; /* envp stays NULL-terminated for plan_strings_done() */
                 s->envp[n_env++] = TAKE_PTR(entry);
+        }
+        if (preload) {
+                if (preload_entry(cfg, rt, &entry) < 0)
+                        return -ENOMEM;
+                if (entry)
+                        s->envp[n_env++] = TAKE_PTR(entry);
         }
         if (asprintf(&entry, "LD_PRELOAD=" SUPPORT_DIR "/%s", basename(cfg->enter_library)) < 0)
                 return -ENOMEM;
@@ -443,6 +498,14 @@ PreparedRun *prepared_run_free(PreparedRun *p) {
 
 DEFINE_POINTER_CLEANUP(PreparedRun *, prepared_run_free);
 
+uint64_t prepared_run_packages_generation(const PreparedRun *p) {
+        return p->packages.number;
+}
+
+int prepared_run_pidfd(const PreparedRun *p) {
+        return p->pidfd;
+}
+
 bool prepared_run_matches(const Sandbox *sb, const PreparedRun *p, const RunRequest *req) {
         uint64_t memory_max = req->memory_max > 0 ? req->memory_max : sb->cfg->memory_max;
         uint64_t current;
@@ -542,7 +605,8 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         if (r < 0)
                 return fail(reterr, "init", r, NULL);
 
-        r = plan_strings_make(cfg, rt, req->network, root, interpreter, p->packages.number > 0, &strs);
+        r = plan_strings_make(cfg, rt, req->network, req->preload, root, interpreter, p->packages.number > 0,
+                              &strs);
         if (r < 0) {
                 plan_strings_done(&strs);
                 return fail(reterr, "init", r, NULL);

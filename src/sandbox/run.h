@@ -24,6 +24,7 @@ typedef struct RunRequest {
         bool network;
         uint64_t timeout_usec; /* 0: the config's worker_timeout */
         uint64_t memory_max;   /* 0: the config's memory_max */
+        bool preload;          /* the interpreter imports the pool's preload modules while it waits */
 } RunRequest;
 
 #define RUN_ID_LEN 32
@@ -71,6 +72,11 @@ typedef struct RunFailure {
 
 int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr);
 Sandbox *sandbox_free(Sandbox *sb);
+/* Compiles every filter this configuration can need, so that processes forked later share them. */
+int sandbox_compile_filters(Sandbox *sb, RunFailure *reterr);
+/* In a child forked from the process that made sb: its own bus connection to systemd (sd-bus objects
+ * are not usable across fork()). */
+int sandbox_after_fork(Sandbox *sb, RunFailure *reterr);
 
 /* 0 when the snippet ran, whatever its result; negative errno when the sandbox failed, with *reterr
  * set (the caller frees reterr->detail with run_failure_done()). sandbox_prepare() then
@@ -89,6 +95,10 @@ bool prepared_run_matches(const Sandbox *sb, const PreparedRun *p, const RunRequ
  * run that waited (the child died meanwhile) is worth one retry with a fresh run. */
 int prepared_run_execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_len,
                          uint64_t timeout_usec, RunOutput *ret, RunFailure *reterr);
+/* The dependency generation a prepared run holds (0: none), and its pidfd, which polls readable once the
+ * interpreter has died while it waited. */
+uint64_t prepared_run_packages_generation(const PreparedRun *p);
+int prepared_run_pidfd(const PreparedRun *p);
 /* Kills and reaps a run that never got its code, and frees what it held. NULL-safe. */
 PreparedRun *prepared_run_free(PreparedRun *p);
 void run_output_done(RunOutput *out);

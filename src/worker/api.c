@@ -24,7 +24,6 @@
 
 #include <json-c/json.h>
 
-#include "admit.h"
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "common/fileio.h"
@@ -33,7 +32,10 @@
 #include "common/stats.h"
 #include "common/utf8.h"
 #include "manager-client.h"
-#include "sandbox/run.h"
+#include "runner-client.h"
+#include "runner/admit.h"
+#include "runtime/runtime.h"
+#include "sandbox/result.h"
 
 #define USEC_PER_SEC UINT64_C(1000000)
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -41,29 +43,19 @@
 #define CONTENT_TYPE_TEXT "text/plain; charset=utf-8"
 #define BODY_OVERHEAD (64U * 1024U)
 #define DEPENDENCY_JOB_TIMEOUT_USEC (UINT64_C(600) * USEC_PER_SEC)
+#define RUN_ANSWER_MARGIN_USEC (UINT64_C(30) * USEC_PER_SEC)
 
-_Static_assert(RUN_ID_LEN < sizeof(((ApiFacts *) NULL)->run_id), "ApiFacts.run_id holds a run id");
+_Static_assert(RUNNER_RUN_ID_MAX < sizeof(((ApiFacts *) NULL)->run_id), "ApiFacts.run_id holds a run id");
 
 DEFINE_POINTER_CLEANUP(json_object *, json_object_put);
 DEFINE_POINTER_CLEANUP(json_tokener *, json_tokener_free);
-DEFINE_POINTER_CLEANUP(AdmitTicket *, admit_release);
 
 struct Api {
         const Config *cfg;
-        Sandbox *sandbox; /* made at the first run: a connection that only asks /health never pays for it */
-        Admit *admit;     /* likewise */
-        /* prewarm: after a run's answer is sent, the next run of the same kind is prepared (up to its
-         * interpreter waiting for code), so that the connection's next request skips the set-up. */
-        PreparedRun *warm;
-        RunRequest warm_request; /* language, network: what the last run asked for */
-        bool want_warm;
-        Stats *stats;               /* the shared run statistics; NULL if they cannot be opened */
+        RunnerClient *runner;       /* not owned: the connection's, kept across reloads */
+        Stats *stats;               /* read-only: the configuration generation (api_config_stale()) */
         uint64_t config_generation; /* the manager's, when cfg was loaded (api_config_stale()) */
 };
-
-_Static_assert((unsigned) LANGUAGE_PYTHON3 == 0 && (unsigned) LANGUAGE_NODEJS == 1 &&
-                       STATS_LANGUAGES == (unsigned) _LANGUAGE_MAX,
-               "stats index languages as enum Language");
 
 typedef int (*ApiHandler)(Api *api, const ApiRequest *req, ApiResponse *resp);
 
@@ -102,7 +94,7 @@ size_t api_body_max(const Config *cfg) {
         return cfg->code_max > SIZE_MAX - BODY_OVERHEAD ? SIZE_MAX : (size_t) cfg->code_max + BODY_OVERHEAD;
 }
 
-int api_new(const Config *cfg, Api **ret) {
+int api_new(const Config *cfg, RunnerClient *runner, uint64_t config_generation, Api **ret) {
         Api *api;
         int r;
 
@@ -110,12 +102,13 @@ int api_new(const Config *cfg, Api **ret) {
         if (!api)
                 return -ENOMEM;
         api->cfg = cfg;
-        /* Statistics are not worth refusing a request for: without them, runs are just not counted. */
+        api->runner = runner;
+        /* Only to notice a reload: without the file, the connection keeps its configuration. */
         r = stats_open(cfg->state_dir, &api->stats);
         if (r < 0)
-                log_warning_errno(r, "Cannot open the shared stats in %s, runs are not counted: %m",
-                                  cfg->state_dir);
-        api->config_generation = stats_config_generation(api->stats);
+                log_debug_errno(r, "Cannot open the shared stats in %s, reloads are not noticed: %m",
+                                cfg->state_dir);
+        api->config_generation = config_generation;
         *ret = api;
         return 0;
 }
@@ -124,28 +117,9 @@ bool api_config_stale(const Api *api) {
         return api->stats && stats_config_generation(api->stats) != api->config_generation;
 }
 
-void api_prepare_next(Api *api) {
-        RunFailure failure = { 0 };
-        int r;
-
-        if (!api->want_warm || api->warm || !api->sandbox)
-                return;
-        api->want_warm = false;
-        r = sandbox_prepare(api->sandbox, &api->warm_request, &api->warm, &failure);
-        if (r < 0) {
-                /* Only lost time: the next request makes its run itself and reports any failure. */
-                log_debug_errno(r, "Cannot prepare the next run (step '%s'), ignoring: %m",
-                                failure.step ? failure.step : "?");
-                run_failure_done(&failure);
-        }
-}
-
 Api *api_free(Api *api) {
         if (!api)
                 return NULL;
-        prepared_run_free(api->warm); /* before the sandbox: it kills and reaps the waiting run */
-        sandbox_free(api->sandbox);
-        admit_free(api->admit);
         stats_close(api->stats);
         free(api);
         return NULL;
@@ -539,90 +513,119 @@ static int run_code_assemble(const Config *cfg, const RunParams *p, char **ret, 
         return 0;
 }
 
-static int run_data(const RunOutput *out, json_object **ret) {
+static int run_data(const RunnerResult *res, json_object **ret) {
         _cleanup_(json_object_putp) json_object *d = json_object_new_object();
+        const RunnerReply *reply = &res->reply;
         int r;
 
         if (!d)
                 return -ENOMEM;
         /* The engine's texts are UTF-8 already; the outputs may hold NUL bytes, hence their lengths. */
-        r = json_add_string_utf8(d, "stdout", out->stdout_text, out->stdout_len);
+        r = json_add_string_utf8(d, "stdout", res->parts[RUNNER_PART_STDOUT],
+                                 reply->part_len[RUNNER_PART_STDOUT]);
         if (r >= 0)
-                r = json_add_string_utf8(d, "stderr", out->stderr_text, out->stderr_len);
+                r = json_add_string_utf8(d, "stderr", res->parts[RUNNER_PART_STDERR],
+                                         reply->part_len[RUNNER_PART_STDERR]);
         if (r >= 0)
-                r = json_add_string_utf8(d, "error", out->error, out->error ? strlen(out->error) : 0);
+                r = json_add_string_utf8(d, "error", res->parts[RUNNER_PART_ERROR],
+                                         reply->part_len[RUNNER_PART_ERROR]);
         if (r >= 0)
-                r = json_add_int(d, "exit_code", out->exit_code);
+                r = json_add_int(d, "exit_code", reply->exit_code);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(d);
         return 0;
 }
 
-/* Takes a request slot and a worker slot; answers 503 or -500 and returns 1 when it cannot. */
-static int run_admit(Api *api, Language language, AdmitTicket **ret, ApiResponse *resp) {
-        const Config *cfg = api->cfg;
-        uint64_t wait = admit_wait_usec(cfg);
-        int r;
-
-        if (!api->admit) {
-                r = admit_open(cfg, &api->admit);
-                if (r < 0) {
-                        log_error_errno(r, "Cannot open the admission state in '%s/admission': %m",
-                                        cfg->state_dir);
-                        return answered(reply_errorf(resp, 200, -500,
-                                                     "cannot open the admission state in '%s/admission': %s",
-                                                     cfg->state_dir, strerror(-r)));
-                }
-        }
-
-        r = admit_take(api->admit, wait, ret);
-        if (r == -EBUSY) {
-                log_warning("Refusing a run: %" PRIu32 " requests (max_requests) are in flight",
-                            cfg->max_requests);
-                stats_record_rejected(api->stats, (unsigned) language);
-                return answered(reply_error(resp, 503, -503, "Too many requests"));
-        }
-        if (r == -ETIMEDOUT) {
-                /* Overload as well, answered the same way so that clients and balancers retry it alike. */
-                log_warning("Refusing a run: no worker slot (max_workers=%" PRIu32
-                            ") came free within %" PRIu64 " s",
-                            cfg->max_workers, wait / USEC_PER_SEC);
-                stats_record_rejected(api->stats, (unsigned) language);
-                return answered(reply_error(resp, 503, -503, "Too many requests"));
-        }
-        if (r < 0) {
-                log_error_errno(r, "Cannot take an admission slot in '%s/admission': %m", cfg->state_dir);
-                return answered(reply_errorf(resp, 200, -500,
-                                             "cannot take an admission slot in '%s/admission': %s",
-                                             cfg->state_dir, strerror(-r)));
-        }
-        return 0;
+/* How long a worker waits for the runner's answer: the longest a queued run can take, plus a margin for
+ * setting up and cleaning up. The runner bounds each of these; this only keeps a worker from waiting for
+ * ever on a runner that broke. */
+static uint64_t run_answer_timeout_usec(const Config *cfg) {
+        return admit_wait_usec(cfg) + cfg->worker_timeout_usec + RUN_ANSWER_MARGIN_USEC;
 }
 
-/* -500 with the step, the error and the detail, so an operator knows what to fix. */
-static int reply_sandbox_failure(ApiResponse *resp, int error, const RunFailure *f) {
-        const char *step = f->step ? f->step : "unknown";
+/* -500 naming the runner, when it could not be asked or did not answer. */
+static int reply_runner_unreachable(Api *api, ApiResponse *resp, int error, RunnerClientStage stage) {
+        const char *path = runner_client_socket_path(api->runner);
+        const char *what = stage == RUNNER_CLIENT_CONNECT ? "cannot reach the runner"
+                           : stage == RUNNER_CLIENT_ASK   ? "cannot send the run to the runner"
+                                                          : "the runner ended the run without an answer";
 
-        log_error_errno(error, "Sandbox failed at step '%s'%s%s%s: %m", step, f->detail ? " ('" : "",
-                        f->detail ? f->detail : "", f->detail ? "')" : "");
-        return reply_errorf(resp, 200, -500, "sandbox failed at step '%s': %s%s%s%s", step, strerror(-error),
-                            f->detail ? " (" : "", f->detail ? f->detail : "", f->detail ? ")" : "");
+        log_error_errno(error, "%s%s%s%s: %m", what, path ? " at '" : "", path ? path : "", path ? "'" : "");
+        return reply_errorf(resp, 200, -500, "%s (difysandbox-runner%s%s): %s", what, path ? ", " : "",
+                            path ? path : "", strerror(-error));
+}
+
+/* -500 with the step, the error and the detail, so an operator knows what to fix. The runner logged it. */
+static int reply_sandbox_failure(ApiResponse *resp, const RunnerResult *res) {
+        const char *step =
+                res->reply.part_len[RUNNER_PART_STEP] > 0 ? res->parts[RUNNER_PART_STEP] : "unknown";
+        const char *detail =
+                res->reply.part_len[RUNNER_PART_DETAIL] > 0 ? res->parts[RUNNER_PART_DETAIL] : NULL;
+
+        return reply_errorf(resp, 200, -500, "sandbox failed at step '%s': %s%s%s%s", step,
+                            strerror(-res->reply.error), detail ? " (" : "", detail ? detail : "",
+                            detail ? ")" : "");
+}
+
+static void run_facts(const RunnerResult *res, ApiFacts *facts) {
+        const RunnerReply *reply = &res->reply;
+
+        facts->ran = true;
+        (void) snprintf(facts->run_id, sizeof(facts->run_id), "%s", reply->run_id);
+        facts->result = run_result_to_string((RunResult) reply->result);
+        facts->exit_code = reply->exit_code;
+        facts->run_usec = reply->duration_usec;
+        facts->cpu_usec = reply->cpu_usec;
+        facts->memory_peak = reply->memory_peak;
+        facts->uid = reply->uid;
+        facts->stdout_bytes = reply->part_len[RUNNER_PART_STDOUT];
+        facts->stderr_bytes = reply->part_len[RUNNER_PART_STDERR];
+        facts->queued_usec = reply->queued_usec;
+        facts->worker_slot = reply->worker_slot;
+}
+
+/* The runner's answer as the API's. */
+static int reply_run(ApiResponse *resp, const RunnerResult *res) {
+        _cleanup_(json_object_putp) json_object *data = NULL;
+        int r;
+
+        switch (res->reply.status) {
+        case RUNNER_STATUS_RAN:
+                if (!run_result_to_string((RunResult) res->reply.result))
+                        return reply_errorf(resp, 200, -500,
+                                            "the runner answered an unknown result %" PRIu32,
+                                            res->reply.result);
+                run_facts(res, &resp->facts);
+                r = run_data(res, &data);
+                if (r < 0)
+                        return r;
+                return reply_envelope(resp, 200, 0, "success", TAKE_PTR(data));
+        case RUNNER_STATUS_BUSY:
+        case RUNNER_STATUS_TIMEOUT:
+                /* Overload either way, answered alike so that clients and balancers retry it alike. */
+                return reply_error(resp, 503, -503, "Too many requests");
+        case RUNNER_STATUS_FAILED:
+                return reply_sandbox_failure(resp, res);
+        case RUNNER_STATUS_CONFIG:
+        case _RUNNER_STATUS_MAX:
+                break;
+        }
+        return reply_errorf(resp, 200, -500, "the runner answered a run with status %u",
+                            (unsigned) res->reply.status);
 }
 
 static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
         const Config *cfg = api->cfg;
-        _cleanup_(json_object_putp) json_object *body = NULL, *data = NULL;
-        _cleanup_(admit_releasep) AdmitTicket *ticket = NULL;
+        _cleanup_(json_object_putp) json_object *body = NULL;
+        _cleanup_(runner_result_done) RunnerResult res = { 0 };
         _cleanup_free_ char *code = NULL;
-        RunFailure failure = { 0 };
-        RunOutput out = { 0 };
-        RunRequest run = { 0 };
+        RunnerClientStage stage;
         const char *why;
         RunParams p = { 0 };
         Language language;
-        uint64_t start = now_usec();
-        int active_slot, r;
+        size_t code_len;
+        int r;
 
         r = json_parse_body(req, &body, &why);
         if (r == -EBADMSG)
@@ -641,84 +644,21 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
                 return reply_error(resp, 200, -400,
                                    "network is disabled, please enable it in the configuration");
 
-        r = run_code_assemble(cfg, &p, &code, &run.code_len);
+        r = run_code_assemble(cfg, &p, &code, &code_len);
         if (r < 0)
                 return r;
-        resp->facts.code_bytes = run.code_len;
-        if (run.code_len > cfg->code_max)
+        resp->facts.code_bytes = code_len;
+        if (code_len > cfg->code_max)
                 return reply_errorf(resp, 400, -400, "code is longer than code_max (%" PRIu64 " bytes)",
                                     cfg->code_max);
 
-        r = run_admit(api, language, &ticket, resp);
-        if (r != 0)
-                return r < 0 ? r : 0;
-        resp->facts.queued_usec = admit_ticket_waited_usec(ticket);
-        resp->facts.worker_slot = admit_ticket_worker_slot(ticket);
-
-        if (!api->sandbox) {
-                r = sandbox_new(cfg, &api->sandbox, &failure);
-                if (r < 0) {
-                        r = reply_sandbox_failure(resp, r, &failure);
-                        run_failure_done(&failure);
-                        return r;
-                }
-        }
-
-        run = (RunRequest){
-                .language = language, .code = code, .code_len = run.code_len, .network = p.network
-        };
-        active_slot = stats_run_begin(api->stats);
-        if (api->warm && prepared_run_matches(api->sandbox, api->warm, &run)) {
-                r = prepared_run_execute(api->sandbox, TAKE_PTR(api->warm), code, run.code_len, 0, &out,
-                                         &failure);
-                if (r < 0 && failure.before_code) {
-                        /* It waited for this request and died meanwhile (its scope stopped, a limit
-                         * changed): nothing of the user's ran in it, so a fresh run is safe. Any other
-                         * failure may have run some of the code: it is reported, never repeated. */
-                        log_debug_errno(r, "Prepared run failed at '%s', running afresh: %m", failure.step);
-                        run_failure_done(&failure);
-                        r = sandbox_run(api->sandbox, &run, &out, &failure);
-                }
-        } else {
-                api->warm = prepared_run_free(api->warm);
-                r = sandbox_run(api->sandbox, &run, &out, &failure);
-        }
-        ticket = admit_release(ticket); /* the slots go as soon as the run is over, not with the answer */
-        stats_run_end(api->stats, active_slot);
-        if (cfg->prewarm) {
-                api->warm_request = (RunRequest){ .language = run.language, .network = run.network };
-                api->want_warm = true;
-        }
-        if (r < 0) {
-                /* The user sees an error: counted as one, with the time it took to fail. */
-                stats_record_run(api->stats, (unsigned) language, STATS_RESULT_ERROR, now_usec() - start);
-                r = reply_sandbox_failure(resp, r, &failure);
-                run_failure_done(&failure);
+        r = runner_client_run(api->runner, (uint32_t) language, p.network, code, code_len,
+                              run_answer_timeout_usec(cfg), &res, &stage);
+        if (r == -ENOMEM)
                 return r;
-        }
-
-        stats_record_run(api->stats, (unsigned) language,
-                         stats_result_from_string(run_result_to_string(out.result)), out.duration_usec);
-        stats_add_egress_denials(api->stats, out.egress_denials);
-        resp->facts.ran = true;
-        (void) snprintf(resp->facts.run_id, sizeof(resp->facts.run_id), "%s", out.id);
-        resp->facts.result = run_result_to_string(out.result);
-        resp->facts.exit_code = out.exit_code;
-        resp->facts.run_usec = out.duration_usec;
-        resp->facts.cpu_usec = out.cpu_usec;
-        resp->facts.memory_peak = out.memory_peak;
-        resp->facts.uid = (uint32_t) out.uid;
-        resp->facts.stdout_bytes = out.stdout_len;
-        resp->facts.stderr_bytes = out.stderr_len;
-        RunRecord record;
-        run_output_record(&out, language, &record);
-        log_run_record(&record);
-
-        r = run_data(&out, &data);
-        run_output_done(&out);
         if (r < 0)
-                return r;
-        return reply_envelope(resp, 200, 0, "success", TAKE_PTR(data));
+                return reply_runner_unreachable(api, resp, r, stage);
+        return reply_run(resp, &res);
 }
 
 /* ---- /v1/sandbox/dependencies ---- */

@@ -1,8 +1,8 @@
 #pragma once
 /* api: owns the HTTP API of DESIGN §1: the route table, authentication, request bodies, the JSON
- * envelopes and what each route does (a run through admit.h and the sandbox, counted in the shared
- * stats; the dependency list from packages.h; a new dependency generation through manager-client.h).
- * It knows nothing of sockets: http.c hands it a parsed request and sends what it
+ * envelopes and what each route does (a run asked of the runner through runner-client.h, which admits,
+ * runs and counts it; the dependency list from packages.h; a new dependency generation through
+ * manager-client.h). It knows nothing of sockets: http.c hands it a parsed request and sends what it
  * answers. Handlers log once what they decide to refuse or what failed; the per-request journal record
  * is written by http.c from ApiFacts. */
 
@@ -47,7 +47,11 @@ typedef struct ApiResponse {
 /* The most body bytes a request may send: code_max plus 64 KiB for JSON and escapes. */
 size_t api_body_max(const Config *cfg);
 
-int api_new(const Config *cfg, Api **ret);
+typedef struct RunnerClient RunnerClient;
+
+/* runner: where runs are asked for (not taken); config_generation: the manager's generation cfg belongs
+ * to, which api_config_stale() compares with the shared stats. */
+int api_new(const Config *cfg, RunnerClient *runner, uint64_t config_generation, Api **ret);
 Api *api_free(Api *api); /* NULL-safe, returns NULL */
 
 /* Decides from the request line and headers alone, before any body is read: returns 1 with *ret set
@@ -64,9 +68,5 @@ int api_error(unsigned status, int code, const char *message, ApiResponse *ret);
 void api_response_done(ApiResponse *resp);
 
 /* Whether difysandbox-manager published a new configuration since the one api was made with: then the
- * connection makes a new Api from the new configuration before its next request (http.c). */
+ * connection asks the runner for it and makes a new Api before its next request (http.c). */
 bool api_config_stale(const Api *api);
-
-/* Called once an answer has been sent: with prewarm on and after a run, prepares the next run of the
- * same language and network while the connection is idle. Never fails (a failure only costs time). */
-void api_prepare_next(Api *api);

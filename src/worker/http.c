@@ -47,6 +47,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "runner-client.h"
 
 #define USEC_PER_SEC UINT64_C(1000000)
 #define USEC_PER_MSEC UINT64_C(1000)
@@ -88,6 +89,7 @@ typedef struct Http {
         const Config *cfg;
         Config *reloaded_cfg; /* owned: the configuration loaded after a reload, or NULL */
         bool reloadable;
+        RunnerClient *runner; /* not owned: where runs and the configuration come from */
         Api *api;
         int fd; /* the connection; libmicrohttpd owns it, the loop only polls it while idle */
         char peer[PEER_MAX];
@@ -240,12 +242,6 @@ static void request_completed(void *cls, struct MHD_Connection *connection, void
         Request *rq = *req_cls;
         const union MHD_ConnectionInfo *info;
         unsigned status = rq ? rq->resp.status : 0;
-        const char *conn_header;
-        bool closing;
-
-        /* A client that said it closes after this answer gets no prepared run: it would be killed unused. */
-        conn_header = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION);
-        closing = conn_header && strcasestr(conn_header, "close");
 
         /* libmicrohttpd's own answers (431, 400 for a malformed request) are known only to it. */
         info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_HTTP_STATUS);
@@ -257,8 +253,6 @@ static void request_completed(void *cls, struct MHD_Connection *connection, void
                 request_reset(rq);
         *req_cls = NULL;
         phase_enter(h, PHASE_IDLE);
-        if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !closing)
-                api_prepare_next(h->api); /* the answer is out: use the idle time for the next run */
 }
 
 /* Queues resp; its body goes to libmicrohttpd. */
@@ -410,7 +404,9 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connecti
                 log_error_errno(r, "Cannot answer %s '%s' from %s: %m", rq->method, url, h->peer);
                 return MHD_NO;
         }
-        return respond(h, connection, &rq->resp, /* close= */ false);
+        /* A worker whose line to the runner broke (serve's runner died) has nothing more to offer this
+         * connection: closing it sends the client to a new worker. */
+        return respond(h, connection, &rq->resp, /* close= */ runner_client_broken(h->runner));
 }
 
 static int connections_open(struct MHD_Daemon *daemon) {
@@ -435,6 +431,8 @@ static int timeout_msec(struct MHD_Daemon *daemon, uint64_t limit_usec) {
  * loaded, the old one stays, as the manager's reload does for a refused file. */
 static void reload_if_stale(Http *h) {
         _cleanup_free_ Config *cfg = NULL;
+        _cleanup_free_ char *why = NULL;
+        uint64_t generation = 0;
         Api *api = NULL;
         int r;
 
@@ -443,13 +441,17 @@ static void reload_if_stale(Http *h) {
         cfg = calloc(1, sizeof(*cfg));
         if (!cfg)
                 return;
-        r = config_setup(cfg, NULL); /* logs why it fails */
+        r = config_init_defaults(cfg);
         if (r >= 0) {
-                r = api_new(cfg, &api);
+                r = runner_client_fetch_config(h->runner, cfg, &generation, &why);
+                if (r >= 0)
+                        r = api_new(cfg, h->runner, generation, &api);
                 if (r < 0)
                         config_done(cfg);
         }
         if (r < 0) {
+                if (why)
+                        log_warning("The runner's configuration is refused: %s", why);
                 log_warning_errno(r, "Keeping the configuration this connection started with: %m");
                 h->reloadable = false; /* one warning per connection, not one per request */
                 return;
@@ -506,7 +508,8 @@ static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_m
         return 0;
 }
 
-int http_serve_connection(const Config *cfg, bool reloadable, int fd) {
+int http_serve_connection(const Config *cfg, uint64_t config_generation, bool reloadable,
+                          RunnerClient *runner, int fd) {
         _cleanup_close_ int conn_fd = fd;
         _cleanup_(MHD_stop_daemonp) struct MHD_Daemon *daemon = NULL;
         struct sockaddr_storage ss = { 0 };
@@ -514,6 +517,7 @@ int http_serve_connection(const Config *cfg, bool reloadable, int fd) {
         sigset_t stop_signals, idle_mask;
         Http h = { .cfg = cfg,
                    .reloadable = reloadable,
+                   .runner = runner,
                    .fd = fd,
                    .body_max = api_body_max(cfg),
                    .phase = PHASE_IDLE };
@@ -533,7 +537,7 @@ int http_serve_connection(const Config *cfg, bool reloadable, int fd) {
         if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
                 return log_error_errno(-errno, "Cannot set close-on-exec on the connection: %m");
 
-        r = api_new(cfg, &h.api);
+        r = api_new(cfg, runner, config_generation, &h.api);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the API: %m");
 

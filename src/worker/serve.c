@@ -4,27 +4,33 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "admit.h"
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/parse.h"
 #include "http.h"
+#include "runner-client.h"
+#include "runner/admit.h"
+#include "runner/protocol.h"
+#include "runner/runner.h"
 
 #define USEC_PER_SEC UINT64_C(1000000)
 /* Workers alive at once; more connections wait in the listen backlog until one ends. (systemd's socket
@@ -35,6 +41,8 @@
 #define STOP_GRACE_USEC (UINT64_C(5) * USEC_PER_SEC)
 
 DEFINE_POINTER_CLEANUP(struct addrinfo *, freeaddrinfo);
+DEFINE_POINTER_CLEANUP(RunnerClient *, runner_client_free);
+DEFINE_POINTER_CLEANUP(Runner *, runner_free);
 
 typedef struct Workers {
         pid_t *pids;
@@ -224,24 +232,70 @@ static bool accept_error_transient(int error) {
         }
 }
 
-/* In the forked worker: the connection is all it keeps of us. */
-static void worker_run(const Config *cfg, int conn_fd, int listen_fd, int signal_fd, const sigset_t *mask)
+/* What every forked process of serve's must not keep of the parent's. */
+typedef struct ServeFds {
+        int listen_fd, signal_fd, handoff_fd;
+        const sigset_t *mask; /* the signal mask to restore */
+        uid_t worker_uid;
+        gid_t worker_gid;
+} ServeFds;
+
+/* The worker's identity, as difysandbox@.service gives it under systemd: worker_user, no supplementary
+ * groups, no capabilities (setuid() from root to another UID clears them all), no_new_privs. */
+static int worker_drop_privileges(const ServeFds *fds) {
+        if (setgroups(0, NULL) < 0 || setresgid(fds->worker_gid, fds->worker_gid, fds->worker_gid) < 0 ||
+            setresuid(fds->worker_uid, fds->worker_uid, fds->worker_uid) < 0)
+                return -errno;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        return 0;
+}
+
+/* In the forked worker: the connection and its line to the runner are all it keeps of us. */
+static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const ServeFds *fds)
         __attribute__((noreturn));
-static void worker_run(const Config *cfg, int conn_fd, int listen_fd, int signal_fd, const sigset_t *mask) {
+static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const ServeFds *fds) {
+        _cleanup_(runner_client_freep) RunnerClient *runner = NULL;
         int r;
 
-        (void) safe_close(listen_fd);
-        (void) safe_close(signal_fd);
-        if (sigprocmask(SIG_SETMASK, mask, NULL) < 0)
+        (void) safe_close(fds->listen_fd);
+        (void) safe_close(fds->signal_fd);
+        (void) safe_close(fds->handoff_fd);
+        if (sigprocmask(SIG_SETMASK, fds->mask, NULL) < 0)
                 _exit(EXIT_FAILURE);
-        r = http_serve_connection(cfg, false, conn_fd);
+        r = worker_drop_privileges(fds);
+        if (r < 0) {
+                log_error_errno(r, "Cannot drop the worker's privileges: %m");
+                _exit(EXIT_FAILURE);
+        }
+        r = runner_client_new(NULL, runner_fd, &runner);
+        if (r < 0)
+                _exit(EXIT_FAILURE);
+        r = http_serve_connection(cfg, 0, false, runner, conn_fd);
         _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+}
+
+/* Hands the runner its end of a new connection for a worker; returns the worker's end. */
+static int runner_line_open(int handoff_fd, int *ret_worker_end) {
+        int sv[2], r;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
+        r = runner_send(handoff_fd, "c", 1, sv[0]);
+        (void) close(sv[0]);
+        if (r < 0) {
+                (void) close(sv[1]);
+                return r;
+        }
+        *ret_worker_end = sv[1];
+        return 0;
 }
 
 /* Accepts one connection and forks its worker. Returns 1 when accepting should pause (out of fds or
  * memory), 0 otherwise. */
-static int accept_one(const Config *cfg, int listen_fd, int signal_fd, const sigset_t *mask, Workers *w) {
-        _cleanup_close_ int conn_fd = -EBADF;
+static int accept_one(const Config *cfg, const ServeFds *fds, Workers *w) {
+        _cleanup_close_ int conn_fd = -EBADF, runner_fd = -EBADF;
+        int listen_fd = fds->listen_fd;
         pid_t pid;
         int r;
 
@@ -254,13 +308,18 @@ static int accept_one(const Config *cfg, int listen_fd, int signal_fd, const sig
                 return 1;
         }
 
+        r = runner_line_open(fds->handoff_fd, &runner_fd);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot open a line to the runner, dropping the connection: %m");
+                return 1;
+        }
         pid = fork();
         if (pid < 0) {
                 log_warning_errno(-errno, "Cannot fork a worker, dropping the connection: %m");
                 return 1;
         }
         if (pid == 0)
-                worker_run(cfg, TAKE_FD(conn_fd), listen_fd, signal_fd, mask);
+                worker_run(cfg, TAKE_FD(conn_fd), TAKE_FD(runner_fd), fds);
 
         r = workers_add(w, pid);
         if (r < 0) {
@@ -316,17 +375,99 @@ static void workers_stop(const Config *cfg, int signal_fd, Workers *w) {
         w->n = 0;
 }
 
+/* The runner, as serve's first child: root, as difysandbox-runner.service is. It gets a copy of cfg of
+ * its own (it owns and may replace what it is given) and ends when the hand-off socket closes. */
+static int runner_start(const Config *cfg, const ServeFds *fds, int handoff_runner_end, pid_t *ret_pid) {
+        pid_t parent = getpid(), pid;
+
+        pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                _cleanup_(runner_freep) Runner *runner = NULL;
+                Config *copy;
+                int r;
+
+                (void) safe_close(fds->listen_fd);
+                (void) safe_close(fds->signal_fd);
+                (void) safe_close(fds->handoff_fd);
+                if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent ||
+                    sigprocmask(SIG_SETMASK, fds->mask, NULL) < 0)
+                        _exit(EXIT_FAILURE);
+                copy = malloc(sizeof(*copy));
+                if (!copy)
+                        _exit(EXIT_FAILURE);
+                *copy = *cfg; /* this process's own copy of every string: it never returns to the caller */
+                r = runner_new(copy, /* reloadable= */ false, &runner);
+                if (r >= 0)
+                        r = runner_add_handoff(runner, handoff_runner_end);
+                if (r >= 0)
+                        r = runner_run(runner);
+                _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+        }
+        *ret_pid = pid;
+        return 0;
+}
+
+/* A new hand-off socket and a new runner behind it. */
+static int runner_restart(const Config *cfg, ServeFds *fds, int *handoff_fd, pid_t *ret_pid) {
+        int sv[2], r;
+
+        *handoff_fd = safe_close(*handoff_fd);
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return log_error_errno(-errno, "Cannot make the runner's hand-off socket: %m");
+        *handoff_fd = fds->handoff_fd = sv[0];
+        r = runner_start(cfg, fds, sv[1], ret_pid);
+        (void) close(sv[1]);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start the runner: %m");
+        return 0;
+}
+
+static void runner_stop(pid_t pid) {
+        if (pid <= 0)
+                return;
+        /* The hand-off socket is closed by now, which ends it; SIGTERM in case it is busy elsewhere. */
+        (void) kill(pid, SIGTERM); /* our child, not yet reaped */
+        (void) waitpid(pid, NULL, 0);
+}
+
+/* The worker user's IDs. serve refuses to start without it, rather than serve HTTP as root. */
+static int worker_user_resolve(const Config *cfg, ServeFds *fds) {
+        struct passwd *pw;
+
+        errno = 0;
+        pw = getpwnam(cfg->worker_user);
+        if (!pw)
+                return log_error_errno(
+                        errno > 0 ? -errno : -ESRCH,
+                        "User '%s' (worker_user) does not exist: create it with "
+                        "`systemd-sysusers difysandbox.conf`, or name another unprivileged user",
+                        cfg->worker_user);
+        if (pw->pw_uid == 0)
+                return log_error_errno(-EPERM, "worker_user '%s' is root: workers must not be",
+                                       cfg->worker_user);
+        fds->worker_uid = pw->pw_uid;
+        fds->worker_gid = pw->pw_gid;
+        return 0;
+}
+
 int serve_main(Config *cfg, const char *listen_addr) {
-        _cleanup_close_ int listen_fd = -EBADF, signal_fd = -EBADF;
+        _cleanup_close_ int listen_fd = -EBADF, signal_fd = -EBADF, handoff_fd = -EBADF;
         _cleanup_(workers_done) Workers workers = { 0 };
         char bound[INET6_ADDRSTRLEN + 8];
         sigset_t handled, old_mask;
+        ServeFds fds = { .mask = &old_mask };
         bool backoff = false;
+        pid_t runner_pid = 0;
         int r = 0, stop = 0;
 
         /* A run that dies early closes its code pipe: that must be EPIPE in the worker, not its end. */
         (void) signal(SIGPIPE, SIG_IGN);
 
+        r = worker_user_resolve(cfg, &fds);
+        if (r < 0)
+                return r;
         r = listen_open(listen_addr, &listen_fd, bound, sizeof(bound));
         if (r < 0)
                 return r;
@@ -338,6 +479,13 @@ int serve_main(Config *cfg, const char *listen_addr) {
         signal_fd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
         if (signal_fd < 0) {
                 r = log_error_errno(-errno, "Cannot create a signalfd: %m");
+                (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
+                return r;
+        }
+        fds.listen_fd = listen_fd;
+        fds.signal_fd = signal_fd;
+        r = runner_restart(cfg, &fds, &handoff_fd, &runner_pid);
+        if (r < 0) {
                 (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
                 return r;
         }
@@ -359,16 +507,30 @@ int serve_main(Config *cfg, const char *listen_addr) {
                         break;
                 }
                 backoff = false;
-                if (pfd[0].revents & POLLIN)
+                if (pfd[0].revents & POLLIN) {
                         stop = signals_read(signal_fd, &workers);
+                        if (stop == 0 && waitpid(runner_pid, NULL, WNOHANG) == runner_pid) {
+                                /* As systemd's Restart=always: the runs in flight are lost (their workers
+                                 * answer -500 naming the runner and close), the next connections go to a
+                                 * new runner. */
+                                log_warning("The runner (PID %i) ended; starting a new one",
+                                            (int) runner_pid);
+                                runner_pid = 0;
+                                r = runner_restart(cfg, &fds, &handoff_fd, &runner_pid);
+                                if (r < 0)
+                                        break;
+                        }
+                }
                 if (stop == 0 && (pfd[1].revents & POLLIN))
-                        backoff = accept_one(cfg, listen_fd, signal_fd, &old_mask, &workers) > 0;
+                        backoff = accept_one(cfg, &fds, &workers) > 0;
         }
         if (stop != 0)
                 log_info("Received %s, no longer accepting on %s", strsignal(stop), bound);
 
         listen_fd = safe_close(listen_fd);
         workers_stop(cfg, signal_fd, &workers);
+        handoff_fd = safe_close(handoff_fd);
+        runner_stop(runner_pid);
         (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
         return stop != 0 ? 0 : r;
 }

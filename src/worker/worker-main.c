@@ -1,6 +1,8 @@
 /* difysandbox-worker: the service of one connection of difysandbox.socket (Accept=yes). systemd hands
  * it the accepted socket on fd 0 (StandardInput=socket), or as the one passed fd (LISTEN_FDS=1); it
- * serves that connection's requests in turn (src/worker/http.c) and exits when the connection ends. */
+ * serves that connection's requests in turn (src/worker/http.c) and exits when the connection ends. It
+ * runs unprivileged (difysandbox@.service: User=difysandbox-worker, no capabilities): every run is asked
+ * of difysandbox-runner (src/worker/runner-client.h). */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,13 +22,18 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "worker/http.h"
+#include "worker/runner-client.h"
+
+/* Where difysandbox-runner.socket listens (runner_socket's default, difysandbox.conf(5)). */
+#define RUNNER_SOCKET_DEFAULT "/run/difysandbox/runner.sock"
 
 static void help(void) {
-        printf("Usage: difysandbox-worker [--config FILE]\n"
+        printf("Usage: difysandbox-worker [--config FILE] [--runner-socket PATH]\n"
                "\n"
                "Serves one HTTP connection of difysandbox.socket (Accept=yes): the connection is fd 0\n"
-               "(StandardInput=socket) or the one socket passed with LISTEN_FDS. Not for interactive "
-               "use.\n");
+               "(StandardInput=socket) or the one socket passed with LISTEN_FDS. Runs are asked of\n"
+               "difysandbox-runner on PATH (default " RUNNER_SOCKET_DEFAULT "), which also gives the\n"
+               "configuration unless --config names one. Not for interactive use.\n");
 }
 
 static bool same_file(int a, int b) {
@@ -72,26 +79,77 @@ static int connection_take(int *ret_fd) {
         return 0;
 }
 
+DEFINE_POINTER_CLEANUP(RunnerClient *, runner_client_free);
+
+/* The configuration: FILE alone with --config (read by this process), else the one the runner uses,
+ * which this unprivileged process could not read itself (it holds app.key). */
+static int worker_config(const char *config_file, const char *runner_socket, Config *cfg,
+                         RunnerClient **ret_runner, uint64_t *ret_generation) {
+        _cleanup_(runner_client_freep) RunnerClient *runner = NULL;
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (config_file) {
+                r = config_setup(cfg, config_file); /* logs why it fails */
+                if (r < 0)
+                        return r;
+                r = runner_client_new(runner_socket ? runner_socket : cfg->runner_socket, -EBADF,
+                                      ret_runner);
+                if (r < 0) {
+                        config_done(cfg);
+                        return log_error_errno(r, "Out of memory");
+                }
+                *ret_generation = 0;
+                return 0;
+        }
+        r = runner_client_new(runner_socket ? runner_socket : RUNNER_SOCKET_DEFAULT, -EBADF, &runner);
+        if (r < 0)
+                return log_error_errno(r, "Out of memory");
+        r = config_init_defaults(cfg);
+        if (r < 0)
+                return log_error_errno(r, "Out of memory");
+        r = runner_client_fetch_config(runner, cfg, ret_generation, &why);
+        if (r < 0) {
+                config_done(cfg);
+                if (why)
+                        return log_error_errno(r, "The runner's configuration is refused: %s", why);
+                return log_error_errno(r, "Cannot get the configuration from the runner at '%s': %m",
+                                       runner_client_socket_path(runner));
+        }
+        *ret_runner = TAKE_PTR(runner);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
+                { "runner-socket", required_argument, NULL, 'r' },
                 { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
                 {},
         };
-        const char *config_file = NULL;
+        _cleanup_(runner_client_freep) RunnerClient *runner = NULL;
+        const char *config_file = NULL, *runner_socket = NULL;
+        uint64_t generation = 0;
         Config cfg;
         int c, fd = -EBADF, r;
 
-        /* A run that dies early closes its code pipe: that must be EPIPE, not the end of us. */
+        /* A runner that goes away mid-request is EPIPE, not the end of us. */
         (void) signal(SIGPIPE, SIG_IGN);
 
-        while ((c = getopt_long(argc, argv, "c:h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "c:r:hV", options, NULL)) >= 0)
                 switch (c) {
                 case 'c':
                         config_file = optarg;
                         break;
+                case 'r':
+                        runner_socket = optarg;
+                        break;
                 case 'h':
                         help();
+                        return EXIT_SUCCESS;
+                case 'V':
+                        printf("difysandbox-worker %s\n", VERSION);
                         return EXIT_SUCCESS;
                 default:
                         return EXIT_FAILURE;
@@ -108,13 +166,13 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
 
-        r = config_setup(&cfg, config_file);
+        r = worker_config(config_file, runner_socket, &cfg, &runner, &generation);
         if (r < 0) {
                 (void) close(fd);
                 return EXIT_FAILURE;
         }
 
-        r = http_serve_connection(&cfg, !config_file, fd);
+        r = http_serve_connection(&cfg, generation, !config_file, runner, fd);
         config_done(&cfg);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

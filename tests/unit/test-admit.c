@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "common/config.h"
-#include "worker/admit.h"
+#include "runner/admit.h"
 
 #define MSEC 1000ULL
 

@@ -1,0 +1,221 @@
+/* handler: see handler.h. */
+
+#include "handler.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admit.h"
+#include "common/cleanup.h"
+#include "common/config-file.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "sandbox/run.h"
+
+#define USEC_PER_SEC UINT64_C(1000000)
+
+DEFINE_POINTER_CLEANUP(AdmitTicket *, admit_release);
+DEFINE_POINTER_CLEANUP(PreparedRun *, prepared_run_free);
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / UINT64_C(1000);
+}
+
+static int reply_send(int conn_fd, const RunnerReply *reply, const void *const *parts) {
+        _cleanup_close_ int payload = -EBADF;
+        RunnerReplyWire wire;
+        int r;
+
+        if (runner_reply_payload_size(reply) > 0) {
+                r = payload_new(parts, reply->part_len, _RUNNER_PART_MAX, &payload);
+                if (r < 0)
+                        return r;
+        }
+        runner_reply_encode(reply, &wire);
+        return runner_send(conn_fd, &wire, sizeof(wire), payload);
+}
+
+int handler_reply_status(int conn_fd, RunnerStatus status, int error, const char *step, const char *detail,
+                         uint64_t config_generation) {
+        RunnerReply reply = {
+                .status = status,
+                .error = status == RUNNER_STATUS_FAILED ? (error < 0 ? error : -EIO) : 0,
+                .config_generation = config_generation,
+        };
+        const void *parts[_RUNNER_PART_MAX] = { 0 };
+
+        if (step) {
+                parts[RUNNER_PART_STEP] = step;
+                reply.part_len[RUNNER_PART_STEP] = strlen(step);
+        }
+        if (detail) {
+                parts[RUNNER_PART_DETAIL] = detail;
+                reply.part_len[RUNNER_PART_DETAIL] = strlen(detail);
+        }
+        return reply_send(conn_fd, &reply, parts);
+}
+
+int handler_config(const HandlerContext *ctx, int conn_fd) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        FILE *f;
+        int r;
+
+        f = open_memstream(&text, &len);
+        if (!f)
+                return -ENOMEM;
+        r = config_format(ctx->cfg, f, /* show_secrets= */ true);
+        if (fclose(f) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0)
+                return handler_reply_status(conn_fd, RUNNER_STATUS_FAILED, r, "config", NULL,
+                                            ctx->config_generation);
+
+        RunnerReply reply = { .status = RUNNER_STATUS_CONFIG, .config_generation = ctx->config_generation };
+        const void *parts[_RUNNER_PART_MAX] = { [RUNNER_PART_CONFIG] = text };
+        reply.part_len[RUNNER_PART_CONFIG] = len;
+        return reply_send(conn_fd, &reply, parts);
+}
+
+/* Takes a request slot and a worker slot; replies BUSY, TIMEOUT or FAILED and returns 1 when it cannot. */
+static int admit(const HandlerContext *ctx, Language language, int conn_fd, AdmitTicket **ret) {
+        const Config *cfg = ctx->cfg;
+        uint64_t wait = admit_wait_usec(cfg);
+        int r;
+
+        r = admit_take(ctx->admit, wait, ret);
+        if (r >= 0)
+                return 0;
+        if (r == -EBUSY || r == -ETIMEDOUT) {
+                if (r == -EBUSY)
+                        log_warning("Refusing a run: %" PRIu32 " requests (max_requests) are in flight",
+                                    cfg->max_requests);
+                else
+                        log_warning("Refusing a run: no worker slot (max_workers=%" PRIu32
+                                    ") came free within %" PRIu64 " s",
+                                    cfg->max_workers, wait / USEC_PER_SEC);
+                stats_record_rejected(ctx->stats, (unsigned) language);
+                r = handler_reply_status(conn_fd, r == -EBUSY ? RUNNER_STATUS_BUSY : RUNNER_STATUS_TIMEOUT,
+                                         0, NULL, NULL, ctx->config_generation);
+                return r < 0 ? r : 1;
+        }
+        log_error_errno(r, "Cannot take an admission slot in '%s/admission': %m", cfg->state_dir);
+        r = handler_reply_status(conn_fd, RUNNER_STATUS_FAILED, r, "admission", cfg->state_dir,
+                                 ctx->config_generation);
+        return r < 0 ? r : 1;
+}
+
+/* The run itself: the prepared one if it still fits, else one made now. A prepared run that died
+ * before reading its code ran nothing of the user's, so a fresh run is safe; any other failure may have
+ * run some of the code, and is reported, never repeated. */
+static int run(const HandlerContext *ctx, const RunRequest *req, PreparedRun *warm, RunOutput *out,
+               RunFailure *failure) {
+        _cleanup_(prepared_run_freep) PreparedRun *p = warm;
+        int r;
+
+        if (p && prepared_run_matches(ctx->sandbox, p, req)) {
+                r = prepared_run_execute(ctx->sandbox, TAKE_PTR(p), req->code, req->code_len, 0, out,
+                                         failure);
+                if (r >= 0 || !failure->before_code)
+                        return r;
+                log_debug_errno(r, "Prepared run failed at '%s', running afresh: %m", failure->step);
+                run_failure_done(failure);
+        }
+        p = prepared_run_free(p);
+        return sandbox_run(ctx->sandbox, req, out, failure);
+}
+
+static int reply_failure(const HandlerContext *ctx, int conn_fd, int error, const RunFailure *f) {
+        const char *step = f->step ? f->step : "unknown";
+
+        log_error_errno(error, "Sandbox failed at step '%s'%s%s%s: %m", step, f->detail ? " ('" : "",
+                        f->detail ? f->detail : "", f->detail ? "')" : "");
+        return handler_reply_status(conn_fd, RUNNER_STATUS_FAILED, error, step, f->detail,
+                                    ctx->config_generation);
+}
+
+static int reply_ran(const HandlerContext *ctx, int conn_fd, const RunOutput *out, uint64_t queued_usec,
+                     unsigned worker_slot) {
+        RunnerReply reply = {
+                .status = RUNNER_STATUS_RAN,
+                .result = (uint32_t) out->result,
+                .exit_code = out->exit_code,
+                .warm = out->warm,
+                .stdout_truncated = out->stdout_truncated,
+                .stderr_truncated = out->stderr_truncated,
+                .uid = (uint32_t) out->uid,
+                .egress_denials = out->egress_denials,
+                .worker_slot = worker_slot,
+                .duration_usec = out->duration_usec,
+                .cpu_usec = out->cpu_usec,
+                .memory_peak = out->memory_peak,
+                .queued_usec = queued_usec,
+                .config_generation = ctx->config_generation,
+        };
+        const void *parts[_RUNNER_PART_MAX] = {
+                [RUNNER_PART_STDOUT] = out->stdout_text,
+                [RUNNER_PART_STDERR] = out->stderr_text,
+                [RUNNER_PART_ERROR] = out->error,
+        };
+
+        (void) snprintf(reply.run_id, sizeof(reply.run_id), "%s", out->id);
+        reply.part_len[RUNNER_PART_STDOUT] = out->stdout_len;
+        reply.part_len[RUNNER_PART_STDERR] = out->stderr_len;
+        reply.part_len[RUNNER_PART_ERROR] = out->error ? strlen(out->error) : 0;
+        return reply_send(conn_fd, &reply, parts);
+}
+
+int handler_run(const HandlerContext *ctx, const RunnerRequest *req, int code_fd, PreparedRun *warm,
+                int conn_fd) {
+        _cleanup_(prepared_run_freep) PreparedRun *p = warm;
+        _cleanup_(admit_releasep) AdmitTicket *ticket = NULL;
+        _cleanup_free_ char *code = NULL;
+        Language language = (Language) req->language;
+        RunFailure failure = { 0 };
+        RunOutput out = { 0 };
+        uint64_t start = now_usec();
+        int active_slot, r;
+
+        r = payload_read(code_fd, 0, req->code_len, &code);
+        if (r < 0)
+                return handler_reply_status(conn_fd, RUNNER_STATUS_FAILED, r, "request", NULL,
+                                            ctx->config_generation);
+        r = admit(ctx, language, conn_fd, &ticket);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        uint64_t queued = admit_ticket_waited_usec(ticket);
+        unsigned worker_slot = admit_ticket_worker_slot(ticket);
+
+        RunRequest run_req = {
+                .language = language, .code = code, .code_len = req->code_len, .network = req->network
+        };
+        active_slot = stats_run_begin(ctx->stats);
+        r = run(ctx, &run_req, TAKE_PTR(p), &out, &failure);
+        ticket = admit_release(ticket); /* the slots go as soon as the run is over, not with the reply */
+        stats_run_end(ctx->stats, active_slot);
+        if (r < 0) {
+                /* The user sees an error: counted as one, with the time it took to fail. */
+                stats_record_run(ctx->stats, (unsigned) language, STATS_RESULT_ERROR, now_usec() - start);
+                r = reply_failure(ctx, conn_fd, r, &failure);
+                run_failure_done(&failure);
+                return r;
+        }
+
+        stats_record_run(ctx->stats, (unsigned) language,
+                         stats_result_from_string(run_result_to_string(out.result)), out.duration_usec);
+        stats_add_egress_denials(ctx->stats, out.egress_denials);
+        RunRecord record;
+        run_output_record(&out, language, &record);
+        log_run_record(&record);
+        r = reply_ran(ctx, conn_fd, &out, queued, worker_slot);
+        run_output_done(&out);
+        return r;
+}

@@ -1,0 +1,698 @@
+/* runner: see runner.h. */
+
+#include "runner.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include "admit.h"
+#include "common/cleanup.h"
+#include "common/config-file.h"
+#include "common/config.h"
+#include "common/generation.h"
+#include "common/log.h"
+#include "common/packages.h"
+#include "common/stats.h"
+#include "handler.h"
+#include "pool.h"
+#include "protocol.h"
+#include "sandbox/run.h"
+#include "slot.h"
+
+#define USEC_PER_SEC UINT64_C(1000000)
+/* How often the loop looks for a new configuration or dependency generation while no request comes. */
+#define CHECK_INTERVAL_USEC (UINT64_C(1) * USEC_PER_SEC)
+/* After a slot failed to prepare, the next try waits this long, doubling up to the maximum. */
+#define BACKOFF_MIN_USEC (UINT64_C(1) * USEC_PER_SEC)
+#define BACKOFF_MAX_USEC (UINT64_C(60) * USEC_PER_SEC)
+/* Connections of workers at once: one per HTTP connection, so far above MaxConnections=. */
+#define CONNECTIONS_MAX 4096U
+
+typedef struct Conn Conn;
+
+struct Runner {
+        sd_event *event;
+        Config *cfg;
+        bool reloadable;
+        uint64_t config_generation;
+        Stats *stats;
+        Admit *admit;
+        Sandbox *sandbox;
+        Pool pool;
+        uid_t worker_uid; /* (uid_t) -1: no such user, only root may connect */
+        sd_event_source *listener, *handoff, *timer;
+        Conn *conns;
+        unsigned n_conns;
+        uint64_t backoff_usec, prepare_not_before; /* CLOCK_MONOTONIC */
+        sigset_t old_mask;
+};
+
+struct Conn {
+        Runner *runner;
+        Conn *prev, *next;
+        int fd;
+        sd_event_source *io;
+        pid_t handler; /* 0 while the connection waits for its next request */
+};
+
+DEFINE_POINTER_CLEANUP(Runner *, runner_free);
+DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / UINT64_C(1000);
+}
+
+static HandlerContext runner_context(const Runner *r) {
+        return (HandlerContext){
+                .cfg = r->cfg,
+                .sandbox = r->sandbox,
+                .admit = r->admit,
+                .stats = r->stats,
+                .config_generation = r->config_generation,
+        };
+}
+
+/* ---- connections ---- */
+
+static Conn *conn_free(Conn *c) {
+        if (!c)
+                return NULL;
+        Runner *r = c->runner;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                r->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        r->n_conns--;
+        sd_event_source_disable_unref(c->io);
+        (void) safe_close(c->fd);
+        /* A handler still serving it keeps its own copy of the socket and finishes; the pool slot's
+         * userdata is cleared by the caller. */
+        free(c);
+        return NULL;
+}
+
+static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+
+static int conn_new(Runner *r, int fd) {
+        Conn *c;
+        int e;
+
+        if (r->n_conns >= CONNECTIONS_MAX) {
+                log_warning("Refusing a worker connection: %u are open", r->n_conns);
+                (void) safe_close(fd);
+                return -EMFILE;
+        }
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                (void) safe_close(fd);
+                return -ENOMEM;
+        }
+        *c = (Conn){ .runner = r, .fd = fd, .next = r->conns };
+        e = sd_event_add_io(r->event, &c->io, fd, EPOLLIN, on_conn, c);
+        if (e < 0) {
+                (void) safe_close(fd);
+                free(c);
+                return e;
+        }
+        if (r->conns)
+                r->conns->prev = c;
+        r->conns = c;
+        r->n_conns++;
+        return 0;
+}
+
+/* ---- children ---- */
+
+/* In a child of the loop: nothing of the loop's, no other connection or slot, the old signal mask. A
+ * connection or slot socket kept open here would hide its end from the other side. */
+static void child_detach(Runner *r, int keep_a, int keep_b) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                _exit(EXIT_FAILURE);
+        for (Conn *c = r->conns; c; c = c->next)
+                if (c->fd != keep_a && c->fd != keep_b)
+                        (void) close(c->fd);
+        for (size_t i = 0; i < r->pool.n_slots; i++) {
+                int fd = r->pool.slots[i].control_fd;
+                if (fd >= 0 && fd != keep_a && fd != keep_b)
+                        (void) close(fd);
+        }
+        if (r->listener)
+                (void) close(sd_event_source_get_io_fd(r->listener));
+        if (r->handoff)
+                (void) close(sd_event_source_get_io_fd(r->handoff));
+        if (sigprocmask(SIG_SETMASK, &r->old_mask, NULL) < 0)
+                _exit(EXIT_FAILURE);
+}
+
+static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata);
+static int on_slot_control(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+static void pool_refill(Runner *r);
+
+/* Forks a child of the pool table; in the child, returns 0 after child_detach(). */
+static pid_t fork_tracked(Runner *r, PoolSlotState state, Language language, int control_fd, int keep_a,
+                          int keep_b, PoolSlot **ret_slot) {
+        pid_t parent = getpid(), pid;
+        PoolSlot *slot;
+        int e;
+
+        pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                child_detach(r, keep_a, keep_b);
+                if (getppid() != parent)
+                        _exit(EXIT_FAILURE); /* the runner died before PR_SET_PDEATHSIG took */
+                return 0;
+        }
+        slot = pool_add(&r->pool, pid, state, language, control_fd);
+        if (!slot) {
+                (void) kill(pid, SIGKILL); /* our child, not yet reaped */
+                (void) waitpid(pid, NULL, 0);
+                return -ENOMEM;
+        }
+        e = sd_event_add_child(r->event, (sd_event_source **) &slot->child_source, pid, WEXITED, on_child,
+                               r);
+        if (e < 0) {
+                (void) kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                pool_remove(&r->pool, pid);
+                return e;
+        }
+        *ret_slot = slot;
+        return pid;
+}
+
+static void slot_retire(PoolSlot *slot) {
+        slot->state = POOL_SLOT_RETIRED;
+        slot->control_source = sd_event_source_disable_unref(slot->control_source);
+        slot->control_fd = safe_close(slot->control_fd); /* the slot sees the end, kills its run, exits */
+}
+
+/* A child ended: its slot goes, the connection it served reads its next request, the pool refills. */
+static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        Runner *r = userdata;
+        PoolSlot *slot = pool_find(&r->pool, si->si_pid);
+
+        if (!slot)
+                return 0;
+        if (slot->state == POOL_SLOT_PREPARING) {
+                /* It never became ready: back off, so that a broken runtime tree is not a fork loop. */
+                r->backoff_usec = r->backoff_usec ? r->backoff_usec * 2 : BACKOFF_MIN_USEC;
+                if (r->backoff_usec > BACKOFF_MAX_USEC)
+                        r->backoff_usec = BACKOFF_MAX_USEC;
+                r->prepare_not_before = now_usec() + r->backoff_usec;
+                log_debug("A %s slot of the pool failed to prepare; next try in %" PRIu64 " ms",
+                          language_to_string(slot->language), r->backoff_usec / 1000);
+        }
+        Conn *c = slot->userdata;
+        if (c && si->si_code == CLD_EXITED && si->si_status == EXIT_SUCCESS) {
+                c->handler = 0;
+                (void) sd_event_source_set_enabled(c->io, SD_EVENT_ON);
+        } else if (c) {
+                /* It died without answering, or could not answer: closing our copy of the connection
+                 * (the last one now) tells the worker, which answers -500 naming the runner. */
+                log_warning("A handler (PID %i) of a %s run ended without an answer (%s %i)",
+                            (int) si->si_pid, language_to_string(slot->language),
+                            si->si_code == CLD_EXITED ? "exit status" : "signal", si->si_status);
+                conn_free(c);
+        }
+        sd_event_source_disable_unref(slot->control_source);
+        (void) safe_close(slot->control_fd);
+        sd_event_source_disable_unref(s);
+        pool_remove(&r->pool, si->si_pid);
+        pool_refill(r);
+        return 0;
+}
+
+/* A slot says it is ready: which dependency generation its run holds. */
+static int on_slot_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Runner *r = userdata;
+        PoolSlot *slot = NULL;
+        SlotReady ready;
+        size_t len = 0;
+        int payload = -EBADF, e;
+
+        for (size_t i = 0; i < r->pool.n_slots; i++)
+                if (r->pool.slots[i].control_fd == fd)
+                        slot = &r->pool.slots[i];
+        if (!slot)
+                return 0;
+        e = runner_recv(fd, &ready, sizeof(ready), MSG_DONTWAIT, &len, &payload);
+        (void) safe_close(payload);
+        if (e == -EAGAIN)
+                return 0;
+        if (e < 0 || len != sizeof(ready) || ready.magic != SLOT_MESSAGE_MAGIC ||
+            slot->state != POOL_SLOT_PREPARING) {
+                /* It died, or says something a slot never says: it goes (on_child() cleans up). */
+                slot_retire(slot);
+                return 0;
+        }
+        slot->state = POOL_SLOT_IDLE;
+        slot->packages_generation = ready.packages_generation;
+        r->backoff_usec = 0;
+        (void) sd_event_source_set_enabled(s, SD_EVENT_OFF); /* nothing more comes until the hand-over */
+        pool_refill(r);
+        return 0;
+}
+
+static void slot_start(Runner *r, Language language) {
+        HandlerContext ctx = runner_context(r);
+        PoolSlot *slot = NULL;
+        int sv[2], e;
+        pid_t pid;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                log_warning_errno(-errno, "Cannot make a socket pair for a pool slot, ignoring: %m");
+                return;
+        }
+        pid = fork_tracked(r, POOL_SLOT_PREPARING, language, sv[0], sv[1], -EBADF, &slot);
+        if (pid == 0) {
+                (void) close(sv[0]);
+                slot_main(&ctx, language, r->cfg->enable_network, sv[1]);
+        }
+        (void) close(sv[1]);
+        if (pid < 0) {
+                (void) close(sv[0]);
+                log_warning_errno(pid, "Cannot fork a pool slot, ignoring: %m");
+                return;
+        }
+        slot->config_generation = r->config_generation;
+        e = sd_event_add_io(r->event, (sd_event_source **) &slot->control_source, sv[0], EPOLLIN,
+                            on_slot_control, r);
+        if (e < 0)
+                slot_retire(slot);
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* Starts the slot the pool wants now, if any (pool.h decides: one at a time, never while the CPUs are
+ * busy with runs). */
+static void pool_refill(Runner *r) {
+        Language language = pool_next_to_prepare(&r->pool);
+
+        if (language < 0 || now_usec() < r->prepare_not_before)
+                return; /* the periodic timer looks again */
+        slot_start(r, language);
+}
+
+/* ---- configuration and generations ---- */
+
+static void retire_all(Runner *r) {
+        for (size_t i = 0; i < r->pool.n_slots; i++)
+                if (r->pool.slots[i].state == POOL_SLOT_IDLE ||
+                    r->pool.slots[i].state == POOL_SLOT_PREPARING)
+                        slot_retire(&r->pool.slots[i]);
+}
+
+static void pool_limits(const Config *cfg, PoolLimits *ret) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+        *ret = (PoolLimits){
+                .handlers_max = cfg->max_requests,
+                .cpus = cpus > 0 ? (unsigned) cpus : 1,
+        };
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                ret->size[l] = runtime_pool_size(runtime_get(l), cfg);
+}
+
+/* The state that follows from a configuration: sandbox (cgroup layout, compiled filters), admission. */
+static int runner_apply(Runner *r, Config *cfg) {
+        _cleanup_(sandbox_freep) Sandbox *sb = NULL;
+        RunFailure failure = { 0 };
+        Admit *admit = NULL;
+        int e;
+
+        e = sandbox_new(cfg, &sb, &failure);
+        if (e >= 0)
+                e = sandbox_compile_filters(sb, &failure);
+        if (e < 0) {
+                log_error_errno(e, "Cannot set up the sandbox (step '%s'%s%s): %m", failure.step,
+                                failure.detail ? ": " : "", failure.detail ? failure.detail : "");
+                run_failure_done(&failure);
+                return e;
+        }
+        e = admit_open(cfg, &admit);
+        if (e < 0)
+                return log_error_errno(e, "Cannot open the admission state in '%s/admission': %m",
+                                       cfg->state_dir);
+
+        r->sandbox = sandbox_free(r->sandbox);
+        r->admit = admit_free(r->admit);
+        if (r->cfg) {
+                config_done(r->cfg);
+                free(r->cfg);
+        }
+        r->cfg = cfg;
+        r->sandbox = TAKE_PTR(sb);
+        r->admit = admit;
+        PoolLimits limits;
+        pool_limits(cfg, &limits);
+        r->pool.limits = limits;
+        struct passwd *pw = getpwnam(cfg->worker_user);
+        r->worker_uid = pw ? pw->pw_uid : (uid_t) -1;
+        return 0;
+}
+
+/* If the manager published a configuration since ours, it replaces ours, and the pool's slots made with
+ * ours go. A configuration that cannot be loaded is logged, and ours stays. */
+static void reload_if_stale(Runner *r) {
+        _cleanup_free_ Config *cfg = NULL;
+        uint64_t generation = stats_config_generation(r->stats);
+        int e;
+
+        if (!r->reloadable || generation == r->config_generation)
+                return;
+        cfg = calloc(1, sizeof(*cfg));
+        if (!cfg)
+                return;
+        e = config_setup(cfg, NULL); /* logs why it fails */
+        if (e >= 0) {
+                e = runner_apply(r, cfg);
+                if (e >= 0)
+                        TAKE_PTR(cfg);
+                else
+                        config_done(cfg);
+        }
+        r->config_generation = generation; /* tried once per generation, not once per request */
+        if (e < 0) {
+                log_warning_errno(e, "Keeping the configuration in force: %m");
+                return;
+        }
+        log_info("Using the configuration difysandbox-manager published (generation %" PRIu64 ")",
+                 generation);
+        retire_all(r);
+}
+
+static uint64_t packages_current(const Runner *r, Language language) {
+        _cleanup_free_ char *dir = NULL;
+        uint64_t current = 0;
+
+        if (asprintf(&dir, "%s/%s/" PACKAGES_DIR_NAME, r->cfg->runtime_dir, language_to_string(language)) <
+            0)
+                return UINT64_MAX; /* matches no slot: the request runs on demand */
+        if (generation_current(dir, &current) < 0)
+                return UINT64_MAX;
+        return current;
+}
+
+/* Idle slots whose run holds an old dependency generation go. */
+static void retire_stale_slots(Runner *r) {
+        for (Language l = 0; l < _LANGUAGE_MAX; l++) {
+                uint64_t current = UINT64_MAX;
+
+                for (size_t i = 0; i < r->pool.n_slots; i++) {
+                        PoolSlot *slot = &r->pool.slots[i];
+
+                        if (slot->state != POOL_SLOT_IDLE || slot->language != l)
+                                continue;
+                        if (current == UINT64_MAX)
+                                current = packages_current(r, l);
+                        if (slot->packages_generation != current ||
+                            slot->config_generation != r->config_generation)
+                                slot_retire(slot);
+                }
+        }
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Runner *r = userdata;
+
+        reload_if_stale(r);
+        retire_stale_slots(r);
+        pool_refill(r);
+        (void) sd_event_source_set_time_relative(s, CHECK_INTERVAL_USEC);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
+        return 0;
+}
+
+/* ---- requests ---- */
+
+/* Hands the run to an idle slot of its language (1), or returns 0 when there is none. */
+static int dispatch_to_slot(Runner *r, Conn *c, const RunnerRequest *req, int code_fd) {
+        RunnerRequestWire wire;
+        PoolSlot *slot;
+        pid_t stale[16];
+        size_t n_stale = 0;
+
+        if (req->network != r->cfg->enable_network)
+                return 0; /* the pool holds the kind Dify asks for: network as configured */
+        slot = pool_take_idle(&r->pool, (Language) req->language, r->config_generation,
+                              packages_current(r, (Language) req->language), stale, ELEMENTSOF(stale),
+                              &n_stale);
+        for (size_t i = 0; i < n_stale; i++)
+                slot_retire(pool_find(&r->pool, stale[i]));
+        if (!slot)
+                return 0;
+        runner_request_encode(req, &wire);
+        int fds[2] = { c->fd, code_fd };
+        if (runner_send_fds(slot->control_fd, &wire, sizeof(wire), fds, 2) < 0) {
+                slot_retire(slot); /* it died meanwhile */
+                return 0;
+        }
+        slot->userdata = c;
+        c->handler = slot->pid;
+        return 1;
+}
+
+/* Forks a handler for the run, which makes it on demand. */
+static int dispatch_cold(Runner *r, Conn *c, const RunnerRequest *req, int code_fd) {
+        HandlerContext ctx = runner_context(r);
+        PoolSlot *slot = NULL;
+        pid_t pid;
+
+        pid = fork_tracked(r, POOL_SLOT_HANDLING, (Language) req->language, -EBADF, c->fd, code_fd, &slot);
+        if (pid == 0) {
+                int e = sandbox_after_fork(ctx.sandbox, &(RunFailure){ 0 });
+                if (e < 0)
+                        e = handler_reply_status(c->fd, RUNNER_STATUS_FAILED, e, "scope",
+                                                 "cannot connect to systemd on the system bus",
+                                                 ctx.config_generation);
+                else
+                        e = handler_run(&ctx, req, code_fd, NULL, c->fd);
+                _exit(e < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+        }
+        if (pid < 0)
+                return pid;
+        slot->userdata = c;
+        c->handler = pid;
+        return 0;
+}
+
+static int handle_run(Runner *r, Conn *c, const RunnerRequest *req, int code_fd) {
+        int e;
+
+        if (!pool_may_handle(&r->pool)) {
+                log_warning("Refusing a run: %u requests (max_requests) are being handled",
+                            pool_count_handlers(&r->pool));
+                stats_record_rejected(r->stats, req->language);
+                return handler_reply_status(c->fd, RUNNER_STATUS_BUSY, 0, NULL, NULL, r->config_generation);
+        }
+        e = dispatch_to_slot(r, c, req, code_fd);
+        if (e == 0)
+                e = dispatch_cold(r, c, req, code_fd);
+        if (e < 0) {
+                log_error_errno(e, "Cannot fork a handler for a run: %m");
+                return handler_reply_status(c->fd, RUNNER_STATUS_FAILED, e, "runner",
+                                            "cannot fork a handler", r->config_generation);
+        }
+        (void) sd_event_source_set_enabled(c->io, SD_EVENT_OFF); /* its handler answers; then the next */
+        pool_refill(r);
+        return 0;
+}
+
+static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Conn *c = userdata;
+        Runner *r = c->runner;
+        _cleanup_close_ int payload = -EBADF;
+        RunnerRequestWire wire;
+        RunnerRequest req;
+        size_t len = 0;
+        int e;
+
+        e = runner_recv(fd, &wire, sizeof(wire), MSG_DONTWAIT, &len, &payload);
+        if (e == -EAGAIN)
+                return 0;
+        if (e >= 0) {
+                reload_if_stale(r);
+                e = runner_request_decode(&wire, len, r->cfg->code_max, &req);
+        }
+        if (e >= 0 && req.op == RUNNER_OP_RUN)
+                e = payload < 0 ? -EBADMSG : payload_check(payload, req.code_len);
+        else if (e >= 0 && payload >= 0)
+                e = -EBADMSG; /* a configuration request brings nothing */
+        if (e < 0) {
+                /* The end of the connection, or a message no worker of ours sends: only this one closes. */
+                if (e != -ECONNRESET)
+                        log_warning_errno(e, "Closing a worker connection after a malformed request: %m");
+                conn_free(c);
+                return 0;
+        }
+        if (req.op == RUNNER_OP_CONFIG) {
+                HandlerContext ctx = runner_context(r);
+                e = handler_config(&ctx, fd);
+        } else
+                e = handle_run(r, c, &req, payload);
+        if (e < 0) {
+                log_debug_errno(e, "Cannot answer a worker, closing its connection: %m");
+                if (c->handler == 0)
+                        conn_free(c);
+        }
+        return 0;
+}
+
+/* ---- listening ---- */
+
+static bool peer_allowed(const Runner *r, int fd) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                return false;
+        return cred.uid == 0 || (r->worker_uid != (uid_t) -1 && cred.uid == r->worker_uid);
+}
+
+static int on_listener(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Runner *r = userdata;
+
+        for (;;) {
+                int conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+                if (conn < 0) {
+                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                                log_warning_errno(-errno, "Cannot accept a worker connection: %m");
+                        return 0;
+                }
+                if (!peer_allowed(r, conn)) {
+                        log_warning("Refusing a connection to the runner from a process that is neither "
+                                    "root nor "
+                                    "'%s'",
+                                    r->cfg->worker_user);
+                        (void) close(conn);
+                        continue;
+                }
+                (void) conn_new(r, conn);
+        }
+}
+
+static int on_handoff(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Runner *r = userdata;
+        char byte;
+        size_t len = 0;
+        int conn = -EBADF, e;
+
+        e = runner_recv(fd, &byte, sizeof(byte), MSG_DONTWAIT, &len, &conn);
+        if (e == -EAGAIN)
+                return 0;
+        if (e < 0)
+                return sd_event_exit(r->event, 0); /* serve is gone: so are we */
+        if (conn < 0)
+                return 0;
+        (void) conn_new(r, conn); /* serve's own socketpair: trusted */
+        return 0;
+}
+
+int runner_add_listener(Runner *r, int fd) {
+        return sd_event_add_io(r->event, &r->listener, fd, EPOLLIN, on_listener, r);
+}
+
+int runner_add_handoff(Runner *r, int fd) {
+        return sd_event_add_io(r->event, &r->handoff, fd, EPOLLIN, on_handoff, r);
+}
+
+/* ---- life ---- */
+
+int runner_new(Config *cfg, bool reloadable, Runner **ret) {
+        _cleanup_(runner_freep) Runner *r = NULL;
+        sigset_t mask;
+        int e;
+
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        r->reloadable = reloadable;
+        pool_init(&r->pool, &(PoolLimits){ 0 });
+
+        if (sigemptyset(&mask) < 0 || sigaddset(&mask, SIGCHLD) < 0 || sigaddset(&mask, SIGTERM) < 0 ||
+            sigaddset(&mask, SIGINT) < 0 || sigprocmask(SIG_BLOCK, &mask, &r->old_mask) < 0)
+                return log_error_errno(-errno, "Cannot block signals: %m");
+        e = sd_event_new(&r->event);
+        if (e >= 0)
+                e = sd_event_add_signal(r->event, NULL, SIGTERM, NULL, NULL);
+        if (e >= 0)
+                e = sd_event_add_signal(r->event, NULL, SIGINT, NULL, NULL);
+        if (e >= 0)
+                e = sd_event_add_time_relative(r->event, &r->timer, CLOCK_MONOTONIC, CHECK_INTERVAL_USEC, 0,
+                                               on_timer, r);
+        if (e < 0)
+                return log_error_errno(e, "Cannot set up the event loop: %m");
+
+        /* Statistics are not worth refusing to run for: without them, runs are just not counted. */
+        e = stats_open(cfg->state_dir, &r->stats);
+        if (e < 0)
+                log_warning_errno(e, "Cannot open the shared stats in %s, runs are not counted: %m",
+                                  cfg->state_dir);
+        r->config_generation = stats_config_generation(r->stats);
+        e = runner_apply(r, cfg);
+        if (e < 0)
+                return e;
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+Runner *runner_free(Runner *r) {
+        if (!r)
+                return NULL;
+        while (r->conns)
+                conn_free(r->conns);
+        for (size_t i = 0; i < r->pool.n_slots; i++) {
+                PoolSlot *slot = &r->pool.slots[i];
+                sd_event_source_disable_unref(slot->control_source);
+                sd_event_source_disable_unref(slot->child_source);
+                (void) safe_close(slot->control_fd);
+                /* Our children: a slot's run dies with it (PR_SET_PDEATHSIG), a handler's client gets an
+                 * error naming the runner. */
+                (void) kill(slot->pid, SIGKILL);
+                (void) waitpid(slot->pid, NULL, 0);
+        }
+        pool_done(&r->pool);
+        sd_event_source_disable_unref(r->listener);
+        sd_event_source_disable_unref(r->handoff);
+        sd_event_source_disable_unref(r->timer);
+        sd_event_unref(r->event);
+        sandbox_free(r->sandbox);
+        admit_free(r->admit);
+        stats_close(r->stats);
+        if (r->cfg) {
+                config_done(r->cfg);
+                free(r->cfg);
+        }
+        (void) sigprocmask(SIG_SETMASK, &r->old_mask, NULL);
+        free(r);
+        return NULL;
+}
+
+int runner_run(Runner *r) {
+        pool_refill(r);
+        (void) sd_notifyf(false,
+                          "READY=1\nSTATUS=Serving; the warm pool keeps %u python3 and %u nodejs runs",
+                          r->pool.limits.size[LANGUAGE_PYTHON3], r->pool.limits.size[LANGUAGE_NODEJS]);
+        return sd_event_loop(r->event);
+}

@@ -1,0 +1,94 @@
+/* slot: see slot.h. */
+
+#include "slot.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "handler.h"
+#include "protocol.h"
+#include "sandbox/run.h"
+
+DEFINE_POINTER_CLEANUP(PreparedRun *, prepared_run_free);
+
+/* Waits until the runner hands over a request (1, with the connection and code fds), closes the control
+ * socket (0), or the prepared run dies (0). */
+static int wait_for_request(const HandlerContext *ctx, int control_fd, const PreparedRun *p,
+                            RunnerRequest *ret_req, int *ret_conn_fd, int *ret_code_fd) {
+        struct pollfd pfd[2] = {
+                { .fd = control_fd, .events = POLLIN },
+                { .fd = prepared_run_pidfd(p), .events = POLLIN },
+        };
+        RunnerRequestWire wire;
+        int fds[2] = { -EBADF, -EBADF };
+        size_t len = 0, n_fds = 0;
+        int r;
+
+        for (;;) {
+                if (poll(pfd, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (pfd[1].revents)
+                        return 0; /* the interpreter died while waiting: the runner makes another */
+                if (pfd[0].revents)
+                        break;
+        }
+        r = runner_recv_fds(control_fd, &wire, sizeof(wire), 0, &len, fds, 2, &n_fds);
+        if (r == -ECONNRESET)
+                return 0; /* retired */
+        if (r >= 0 && n_fds != 2)
+                r = -EBADMSG;
+        if (r >= 0)
+                r = runner_request_decode(&wire, len, ctx->cfg->code_max, ret_req);
+        if (r < 0) {
+                for (size_t i = 0; i < n_fds; i++)
+                        (void) safe_close(fds[i]);
+                return r;
+        }
+        *ret_conn_fd = fds[0];
+        *ret_code_fd = fds[1];
+        return 1;
+}
+
+void slot_main(const HandlerContext *ctx, Language language, bool network, int control_fd) {
+        _cleanup_(prepared_run_freep) PreparedRun *p = NULL;
+        _cleanup_close_ int conn_fd = -EBADF, code_fd = -EBADF;
+        RunFailure failure = { 0 };
+        RunnerRequest req;
+        int r;
+
+        RunRequest prepare = { .language = language, .network = network, .preload = true };
+        r = sandbox_after_fork(ctx->sandbox, &failure);
+        if (r >= 0)
+                r = sandbox_prepare(ctx->sandbox, &prepare, &p, &failure);
+        if (r < 0) {
+                /* The runner backs off and tries again; a request meanwhile makes its run itself and
+                 * reports the failure to its client, so one line at debug level is enough here. */
+                log_debug_errno(r, "Cannot prepare a %s run for the pool (step '%s'): %m",
+                                language_to_string(language), failure.step ? failure.step : "?");
+                run_failure_done(&failure);
+                _exit(EXIT_FAILURE);
+        }
+
+        SlotReady ready = {
+                .magic = SLOT_MESSAGE_MAGIC,
+                .packages_generation = prepared_run_packages_generation(p),
+        };
+        if (runner_send(control_fd, &ready, sizeof(ready), -EBADF) < 0)
+                _exit(EXIT_FAILURE);
+
+        r = wait_for_request(ctx, control_fd, p, &req, &conn_fd, &code_fd);
+        if (r <= 0) {
+                p = prepared_run_free(p);
+                _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+        }
+        r = handler_run(ctx, &req, code_fd, TAKE_PTR(p), conn_fd);
+        _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+}

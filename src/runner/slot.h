@@ -1,0 +1,27 @@
+#pragma once
+/* slot: owns the life of one process of the warm pool (DESIGN §2, pool.h). Forked by runner.c, it
+ * prepares one run (sandbox_prepare(): UID, scope or cgroup, namespaces, root, credentials, both seccomp
+ * stages, the interpreter started with its preload imports and blocked on fd 3), tells the runner which
+ * dependency generation the run holds, and waits. Then either the runner hands it one request (the
+ * worker's connection and the code), which it serves with handler_run() and exits, or the runner closes
+ * the control socket (the configuration or the generation changed, or it stops), and it kills its run
+ * and exits. If the run dies while it waits, the slot exits too, and the runner makes another. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/runtime.h"
+
+typedef struct HandlerContext HandlerContext;
+
+#define SLOT_MESSAGE_MAGIC UINT32_C(0x31544c53) /* "SLT1" */
+
+typedef struct __attribute__((packed)) SlotReady {
+        uint32_t magic;
+        uint32_t reserved;
+        uint64_t packages_generation;
+} SlotReady;
+
+/* Never returns. */
+void slot_main(const HandlerContext *ctx, Language language, bool network, int control_fd)
+        __attribute__((noreturn));

@@ -10,8 +10,7 @@ code templates: base64 inputs, <<RESULT>> markers):
   - the dependency route names requests, httpx and jinja2 as pip does, with the versions a run's own
     importlib.metadata reports.
 
-Runs as root (the sandbox needs it). The runtime trees are the host's (/var/lib/difysandbox) unless
-DIFYSANDBOX_RUNTIME_DIR names others.
+Runs as root (the sandbox needs it).
 """
 
 import base64
@@ -31,16 +30,9 @@ from serve_helpers import (HEADERS, CodeExecutionError, dify_execute_code,
 BODY_413 = {'code': -400, 'message': 'request body too large', 'data': None}
 
 
-def server_env():
-    env = {}
-    if os.environ.get('DIFYSANDBOX_RUNTIME_DIR'):
-        env['DIFYSANDBOX_RUNTIME_DIR'] = os.environ['DIFYSANDBOX_RUNTIME_DIR']
-    return env
-
-
 @pytest.fixture(scope='module')
 def server():
-    s = start_server(env=server_env())
+    s = start_server()
     yield s
     rc = s.stop()
     s.cleanup()
@@ -139,7 +131,7 @@ def queue_server():
     state = f'/run/difysandbox-test-queue-{os.getpid()}'
     config = {'max_workers': WORKERS, 'max_requests': MAX_REQUESTS, 'prewarm': False, 'state_dir': state,
               'uid_min': 31000, 'uid_max': 31099}
-    s = start_server(config, env=server_env())
+    s = start_server(config)
     assert s.effective.get('max_workers') == str(WORKERS), s.effective
     yield s
     s.stop()

@@ -13,10 +13,10 @@ code templates: base64 inputs, <<RESULT>> markers):
 Runs as root (the sandbox needs it).
 """
 
-import base64
 import json
 import os
 import re
+import shutil
 import socket
 import threading
 import time
@@ -136,6 +136,7 @@ def queue_server():
     yield s
     s.stop()
     s.cleanup()
+    shutil.rmtree(state, ignore_errors=True)
 
 
 def test_overflow_refused_at_once_the_rest_wait_and_succeed(queue_server):

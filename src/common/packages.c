@@ -2,6 +2,7 @@
 
 #include "packages.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -309,6 +310,50 @@ static int list_generation(const char *runtime_dir, const char *language, bool p
         return 0;
 }
 
+/* Whether two distribution names are the same to pip (PEP 503): case aside, and runs of '-', '_' and '.'
+ * all alike. */
+static bool pip_name_equal(const char *a, const char *b) {
+        for (;;) {
+                bool sa = strchr("-_.", *a) && *a, sb = strchr("-_.", *b) && *b;
+
+                if (sa != sb)
+                        return false;
+                if (sa) {
+                        a += strspn(a, "-_.");
+                        b += strspn(b, "-_.");
+                        continue;
+                }
+                if (tolower((unsigned char) *a) != tolower((unsigned char) *b))
+                        return false;
+                if (!*a)
+                        return true;
+                a++;
+                b++;
+        }
+}
+
+/* Drops the runtime tree's entries that a generation's entry shadows: a run imports the generation's
+ * (its directory comes first on sys.path, src/runtime/python3.c), and pip lists that one. */
+static void drop_shadowed(PackageList *l) {
+        size_t kept = 0;
+
+        for (size_t i = 0; i < l->n; i++) {
+                bool shadowed = false;
+
+                for (size_t j = 0; l->items[i].origin == PACKAGE_ORIGIN_RUNTIME && j < l->n && !shadowed;
+                     j++)
+                        shadowed = l->items[j].origin == PACKAGE_ORIGIN_GENERATION &&
+                                   pip_name_equal(l->items[i].name, l->items[j].name);
+                if (shadowed) {
+                        free(l->items[i].name);
+                        free(l->items[i].version);
+                        continue;
+                }
+                l->items[kept++] = l->items[i];
+        }
+        l->n = kept;
+}
+
 int packages_list(const char *runtime_dir, const char *language, Package **ret, size_t *ret_n,
                   char **reterr_path) {
         _cleanup_(package_list_done) PackageList l = { 0 };
@@ -330,6 +375,8 @@ int packages_list(const char *runtime_dir, const char *language, Package **ret, 
         r = list_generation(runtime_dir, language, python, &l, reterr_path);
         if (r < 0)
                 return r;
+        if (python)
+                drop_shadowed(&l);
 
         *ret = TAKE_PTR(l.items);
         *ret_n = l.n;

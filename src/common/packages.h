@@ -30,7 +30,9 @@ const char *package_origin_to_string(PackageOrigin origin);
 
 /* Lists the packages of language ("python3" or "nodejs") under runtime_dir (/var/lib/difysandbox): first
  * those of the tree <runtime_dir>/<language>/current, then those of the current generation of
- * <runtime_dir>/<language>/packages, each part sorted by name. A missing runtime tree, site directory,
+ * <runtime_dir>/<language>/packages, each part sorted by name; a python3 distribution of the tree that the
+ * generation also has (by pip's rules for names) is listed once, as the generation's, which is the one
+ * runs import. A missing runtime tree, site directory,
  * packages directory or generation lists nothing; an entry without a readable name and version is
  * skipped. Returns 0 with a malloc()ed array in *ret (NULL when *ret_n is 0), or a negative errno:
  * -EINVAL for an unknown language; then, when reterr_path is not NULL, *reterr_path is the malloc()ed

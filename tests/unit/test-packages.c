@@ -105,6 +105,10 @@ static void put_python_tree(const char *root, const char *gen) {
         put(root, d, "Metadata-Version: 1.2\nName: certifi\nVersion: 2022.9.24\n"); /* a plain file */
         assert_true(asprintf(&e, "python3/%s/" SITE "requests/__init__.py", gen) >= 0);
         put(root, e, "");
+        free(e);
+        assert_true(asprintf(&e, "python3/%s/" SITE "charset_normalizer-3.0.1.dist-info/METADATA", gen) >=
+                    0);
+        put(root, e, "Name: charset_normalizer\nVersion: 3.0.1\n");
 }
 
 static void test_nothing_installed(void **state) {
@@ -127,9 +131,16 @@ static void test_nothing_installed(void **state) {
 static void test_python_runtime_and_generation(void **state) {
         const char *root = *state;
         static const char *const expected[] = {
-                "certifi",     "2022.9.24", "Jinja2", "3.1.2", "requests", "2.28.1", /* the tree, sorted */
-                "httpx_extra", "0.1",       "legacy", "1.0",   "Tinypkg",  "2.0",    /* the generation */
+                /* clang-format off */
+                "certifi",            "2022.9.24", /* the tree, sorted */
+                "Jinja2",             "3.1.2",
+                "charset-normalizer", "3.3.2",     /* the generation, sorted; it shadows the tree's */
+                "httpx_extra",        "0.1",       /* charset_normalizer and requests, as on sys.path */
+                "legacy",             "1.0",
+                "Requests",           "2.31.0",
+                "Tinypkg",            "2.0",
                 NULL,
+                /* clang-format on */
         };
 
         put_python_tree(root, "gen-3");
@@ -138,6 +149,11 @@ static void test_python_runtime_and_generation(void **state) {
         put(root, "python3/packages/gen-1/python/old-1.0.dist-info/METADATA", "Name: old\nVersion: 1.0\n");
         put(root, "python3/packages/gen-2/python/tinypkg-2.0.dist-info/METADATA",
             "Metadata-Version: 2.1\nName: Tinypkg\nVersion: 2.0\nSummary: x\n\nName: not-a-header\n");
+        put(root, "python3/packages/gen-2/python/requests-2.31.0.dist-info/METADATA",
+            "Name: Requests\nVersion: 2.31.0\n");
+        /* charset-normalizer is the tree's charset_normalizer to pip */
+        put(root, "python3/packages/gen-2/python/charset_normalizer-3.3.2.dist-info/METADATA",
+            "Name: charset-normalizer\nVersion: 3.3.2\n");
         put(root, "python3/packages/gen-2/python/httpx_extra-0.1.dist-info/METADATA",
             "Metadata-Version: 2.1\r\nVersion:   0.1\r\nName: httpx_extra\r\n\r\n");
         /* skipped: no METADATA, no Version before the body, not a dist-info or egg-info */

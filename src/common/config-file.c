@@ -105,6 +105,8 @@ static const KeyDef keys[] = {
         { "tasks_max",                   KEY_UINT32,        F(tasks_max),             8 },
         { "output_max",                  KEY_SIZE,          F(output_max),            UINT64_C(1) << 10 },
         { "code_max",                    KEY_SIZE,          F(code_max),              1 },
+        /* 0: no queue, a request that finds every worker busy gets 503 at once */
+        { "queue_timeout",               KEY_DURATION,      F(queue_timeout_usec),    0 },
         { "tmp_size",                    KEY_SIZE,          F(tmp_size),              UINT64_C(1) << 20 },
         { "open_files_max",              KEY_UINT32,        F(open_files_max),        32 },
         { "prewarm",                     KEY_BOOL,          F(prewarm),               0 },
@@ -167,6 +169,7 @@ static const EnvOverride env_overrides[] = {
         { "DIFYSANDBOX_TASKS_MAX",           "tasks_max",                   false },
         { "DIFYSANDBOX_OUTPUT_MAX",          "output_max",                  false },
         { "DIFYSANDBOX_CODE_MAX",            "code_max",                    false },
+        { "DIFYSANDBOX_QUEUE_TIMEOUT",       "queue_timeout",               false },
         { "DIFYSANDBOX_TMP_SIZE",            "tmp_size",                    false },
         { "DIFYSANDBOX_OPEN_FILES_MAX",      "open_files_max",              false },
         { "DIFYSANDBOX_PREWARM",             "prewarm",                     false },

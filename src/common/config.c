@@ -49,7 +49,10 @@ int config_init_defaults(Config *cfg) {
                 .cpu_time_usec = 5ULL * 1000000ULL,
                 .tasks_max = 64,
                 .output_max = 4ULL << 20,
-                .code_max = 1ULL << 20,
+                .code_max = 16ULL << 20, /* extracted document text in a Dify input: 10 MB is common */
+                /* below Dify's 60 s read timeout together with worker_timeout, so that Dify gets an
+                 * answer it retries (503) rather than a read timeout */
+                .queue_timeout_usec = 50ULL * 1000000ULL,
                 .tmp_size = 64ULL << 20,
                 .open_files_max = 256,
                 .uid_min = 10000,

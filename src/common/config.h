@@ -30,7 +30,8 @@ typedef struct Config {
         uint64_t cpu_time_usec;     /* RLIMIT_CPU of one run */
         uint32_t tasks_max;         /* processes and threads of one run (pids.max and RLIMIT_NPROC) */
         uint64_t output_max;        /* bytes of stdout and of stderr kept; more ends the run */
-        uint64_t code_max;          /* bytes of code accepted */
+        uint64_t code_max;          /* bytes of code accepted (preload included); the body is 64K more */
+        uint64_t queue_timeout_usec; /* how long an admitted request waits for a worker slot */
         uint64_t tmp_size;          /* bytes of the run's /tmp tmpfs */
         uint32_t open_files_max;    /* RLIMIT_NOFILE */
         uint32_t uid_min, uid_max;  /* the UID pool, inclusive */

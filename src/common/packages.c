@@ -2,6 +2,7 @@
 
 #include "packages.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +38,7 @@ static void package_list_done(PackageList *l) {
         l->n = l->allocated = 0;
 }
 
-static int package_list_add(PackageList *l, const char *name, const char *version) {
+static int package_list_add(PackageList *l, const char *name, const char *version, PackageOrigin origin) {
         _cleanup_free_ char *n = NULL, *v = NULL;
 
         if (l->n >= PACKAGES_MAX)
@@ -55,7 +56,7 @@ static int package_list_add(PackageList *l, const char *name, const char *versio
         v = strdup(version);
         if (!n || !v)
                 return -ENOMEM;
-        l->items[l->n++] = (Package){ .name = TAKE_PTR(n), .version = TAKE_PTR(v) };
+        l->items[l->n++] = (Package){ .name = TAKE_PTR(n), .version = TAKE_PTR(v), .origin = origin };
         return 0;
 }
 
@@ -68,6 +69,15 @@ Package *packages_free(Package *packages, size_t n) {
         return NULL;
 }
 
+const char *package_origin_to_string(PackageOrigin origin) {
+        static const char *const table[_PACKAGE_ORIGIN_MAX] = {
+                [PACKAGE_ORIGIN_RUNTIME] = "runtime",
+                [PACKAGE_ORIGIN_GENERATION] = "generation",
+        };
+
+        return origin >= 0 && origin < _PACKAGE_ORIGIN_MAX ? table[origin] : NULL;
+}
+
 static int package_compare(const void *a, const void *b) {
         const Package *x = a, *y = b;
         int c = strcasecmp(x->name, y->name);
@@ -75,66 +85,16 @@ static int package_compare(const void *a, const void *b) {
         return c != 0 ? c : strcmp(x->name, y->name);
 }
 
-/* ---- the runtime tree: the Debian packages ---- */
+/* ---- core metadata ---- */
 
-/* The packages of the runtime tree's metadata at path; a missing file lists nothing. */
-static int read_runtime_metadata(const char *path, PackageList *l) {
-        _cleanup_(json_object_putp) json_object *meta = NULL;
-        _cleanup_free_ char *text = NULL;
-        json_object *packages = NULL;
-        int r;
-
-        r = read_full_file(path, RUNTIME_METADATA_MAX, &text, NULL);
-        if (r == -ENOENT || r == -ENOTDIR)
-                return 0;
-        if (r < 0)
-                return r;
-        meta = json_tokener_parse(text);
-        if (!meta || !json_object_is_type(meta, json_type_object))
-                return -EBADMSG;
-        if (json_object_object_get_ex(meta, "packages", &packages) &&
-            !json_object_is_type(packages, json_type_array))
-                return -EBADMSG;
-
-        for (size_t i = 0; packages && i < json_object_array_length(packages); i++) {
-                json_object *pkg = json_object_array_get_idx(packages, i), *name = NULL, *version = NULL;
-
-                if (!json_object_object_get_ex(pkg, "name", &name) ||
-                    !json_object_is_type(name, json_type_string) ||
-                    !json_object_object_get_ex(pkg, "version", &version) ||
-                    !json_object_is_type(version, json_type_string))
-                        return -EBADMSG;
-                r = package_list_add(l, json_object_get_string(name), json_object_get_string(version));
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-static int list_runtime(const char *runtime_dir, const char *language, PackageList *l, char **reterr_path) {
-        _cleanup_free_ char *path = NULL;
-        int r;
-
-        if (asprintf(&path, "%s/%s/current/" RUNTIME_METADATA, runtime_dir, language) < 0)
-                return -ENOMEM;
-        r = read_runtime_metadata(path, l);
-        if (r < 0 && r != -ENOMEM && reterr_path)
-                *reterr_path = TAKE_PTR(path);
-        return r;
-}
-
-/* ---- the dependency generation ---- */
-
-/* "Name: x" and "Version: y" from the header of a core metadata file (it ends at the first empty line).
- * Returns 1 when both were found, 0 when not. */
-static int read_metadata(int dir_fd, const char *dist_info, PackageList *l) {
+/* "Name: x" and "Version: y" from the header of a core metadata file (it ends at the first empty line),
+ * as pip reads them. Returns 1 when both were found, 0 when not (a missing file included). */
+static int read_metadata(int dir_fd, const char *path, PackageOrigin origin, PackageList *l) {
         _cleanup_(fclosep) FILE *f = NULL;
-        _cleanup_free_ char *path = NULL, *line = NULL, *name = NULL, *version = NULL;
+        _cleanup_free_ char *line = NULL, *name = NULL, *version = NULL;
         size_t allocated = 0;
         int fd;
 
-        if (asprintf(&path, "%s/METADATA", dist_info) < 0)
-                return -ENOMEM;
         fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
         if (fd < 0)
                 return 0;
@@ -170,7 +130,7 @@ static int read_metadata(int dir_fd, const char *dist_info, PackageList *l) {
         }
         if (!name || !version)
                 return 0;
-        return package_list_add(l, name, version) < 0 ? -ENOMEM : 1;
+        return package_list_add(l, name, version, origin) < 0 ? -ENOMEM : 1;
 }
 
 static bool has_suffix(const char *s, const char *suffix) {
@@ -179,13 +139,17 @@ static bool has_suffix(const char *s, const char *suffix) {
         return ls > lx && streq(s + ls - lx, suffix);
 }
 
-static int list_python(int gen_fd, PackageList *l) {
+/* The distributions of a site directory (dist-packages, or a generation's python/), as pip list finds
+ * them: <name>-<version>.dist-info/METADATA (wheels), <name>-<version>.egg-info/PKG-INFO (setup.py
+ * installs; Debian's python3-* packages ship these) and a plain <name>.egg-info file, which is itself
+ * PKG-INFO. A missing directory lists nothing. */
+static int list_site(int parent_fd, const char *dir, PackageOrigin origin, PackageList *l) {
         _cleanup_(closedirp) DIR *d = NULL;
         int fd, r;
 
-        fd = openat(gen_fd, "python", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        fd = openat(parent_fd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
-                return errno == ENOENT ? 0 : -errno;
+                return errno == ENOENT ? 0 : -errno; /* a link or file there: ENOTDIR */
         d = fdopendir(fd);
         if (!d) {
                 r = -errno;
@@ -193,15 +157,24 @@ static int list_python(int gen_fd, PackageList *l) {
                 return r;
         }
         for (;;) {
+                _cleanup_free_ char *path = NULL;
                 struct dirent *de;
+                bool egg;
 
                 errno = 0;
                 de = readdir(d);
                 if (!de)
                         return errno != 0 ? -errno : 0;
-                if (de->d_name[0] == '.' || !has_suffix(de->d_name, ".dist-info"))
+                if (de->d_name[0] == '.')
                         continue;
-                r = read_metadata(dirfd(d), de->d_name, l);
+                egg = has_suffix(de->d_name, ".egg-info");
+                if (!egg && !has_suffix(de->d_name, ".dist-info"))
+                        continue;
+                if (asprintf(&path, "%s/%s", de->d_name, egg ? "PKG-INFO" : "METADATA") < 0)
+                        return -ENOMEM;
+                r = read_metadata(dirfd(d), path, origin, l);
+                if (r == 0 && egg) /* not a directory: the file is the metadata */
+                        r = read_metadata(dirfd(d), de->d_name, origin, l);
                 if (r < 0)
                         return r;
         }
@@ -232,7 +205,8 @@ static int read_package_json(int dir_fd, const char *dir, PackageList *l) {
             !json_object_object_get_ex(o, "version", &version) ||
             !json_object_is_type(version, json_type_string))
                 return 0;
-        return package_list_add(l, json_object_get_string(name), json_object_get_string(version));
+        return package_list_add(l, json_object_get_string(name), json_object_get_string(version),
+                                PACKAGE_ORIGIN_GENERATION);
 }
 
 /* The packages directly in dir_fd (node_modules or one @scope of it); recurses once into scopes. */
@@ -277,6 +251,36 @@ static int list_nodejs(int gen_fd, PackageList *l) {
         return list_node_modules(fd, false, l);
 }
 
+/* ---- the runtime tree ---- */
+
+/* The distributions in the runtime tree's site directory, from their own metadata files (python3:
+ * Debian's dist-packages, holding the tree's python3-* packages). Node.js's tree holds no packages. */
+static int list_runtime(const char *runtime_dir, const char *language, bool python, PackageList *l,
+                        char **reterr_path) {
+        _cleanup_free_ char *tree = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        size_t first = l->n;
+        int r;
+
+        if (!python)
+                return 0;
+        if (asprintf(&tree, "%s/%s/current", runtime_dir, language) < 0)
+                return -ENOMEM;
+        fd = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+                return 0; /* no tree yet */
+        r = fd < 0 ? -errno : list_site(fd, RUNTIME_SITE_DIR, PACKAGE_ORIGIN_RUNTIME, l);
+        if (r < 0) {
+                if (reterr_path && r != -ENOMEM)
+                        *reterr_path = TAKE_PTR(tree);
+                return r;
+        }
+        qsort(l->items + first, l->n - first, sizeof(Package), package_compare);
+        return 0;
+}
+
+/* ---- the dependency generation ---- */
+
 static int list_generation(const char *runtime_dir, const char *language, bool python, PackageList *l,
                            char **reterr_path) {
         _cleanup_(generation_release) Generation gen = GENERATION_NULL;
@@ -295,7 +299,8 @@ static int list_generation(const char *runtime_dir, const char *language, bool p
         if (gen.number == 0)
                 return 0;
 
-        r = python ? list_python(gen.dir_fd, l) : list_nodejs(gen.dir_fd, l);
+        r = python ? list_site(gen.dir_fd, "python", PACKAGE_ORIGIN_GENERATION, l)
+                   : list_nodejs(gen.dir_fd, l);
         if (r < 0) {
                 if (reterr_path && r != -ENOMEM)
                         *reterr_path = TAKE_PTR(gen.path);
@@ -303,6 +308,50 @@ static int list_generation(const char *runtime_dir, const char *language, bool p
         }
         qsort(l->items + first, l->n - first, sizeof(Package), package_compare);
         return 0;
+}
+
+/* Whether two distribution names are the same to pip (PEP 503): case aside, and runs of '-', '_' and '.'
+ * all alike. */
+static bool pip_name_equal(const char *a, const char *b) {
+        for (;;) {
+                bool sa = strchr("-_.", *a) && *a, sb = strchr("-_.", *b) && *b;
+
+                if (sa != sb)
+                        return false;
+                if (sa) {
+                        a += strspn(a, "-_.");
+                        b += strspn(b, "-_.");
+                        continue;
+                }
+                if (tolower((unsigned char) *a) != tolower((unsigned char) *b))
+                        return false;
+                if (!*a)
+                        return true;
+                a++;
+                b++;
+        }
+}
+
+/* Drops the runtime tree's entries that a generation's entry shadows: a run imports the generation's
+ * (its directory comes first on sys.path, src/runtime/python3.c), and pip lists that one. */
+static void drop_shadowed(PackageList *l) {
+        size_t kept = 0;
+
+        for (size_t i = 0; i < l->n; i++) {
+                bool shadowed = false;
+
+                for (size_t j = 0; l->items[i].origin == PACKAGE_ORIGIN_RUNTIME && j < l->n && !shadowed;
+                     j++)
+                        shadowed = l->items[j].origin == PACKAGE_ORIGIN_GENERATION &&
+                                   pip_name_equal(l->items[i].name, l->items[j].name);
+                if (shadowed) {
+                        free(l->items[i].name);
+                        free(l->items[i].version);
+                        continue;
+                }
+                l->items[kept++] = l->items[i];
+        }
+        l->n = kept;
 }
 
 int packages_list(const char *runtime_dir, const char *language, Package **ret, size_t *ret_n,
@@ -320,12 +369,14 @@ int packages_list(const char *runtime_dir, const char *language, Package **ret, 
         else
                 return -EINVAL;
 
-        r = list_runtime(runtime_dir, language, &l, reterr_path);
+        r = list_runtime(runtime_dir, language, python, &l, reterr_path);
         if (r < 0)
                 return r;
         r = list_generation(runtime_dir, language, python, &l, reterr_path);
         if (r < 0)
                 return r;
+        if (python)
+                drop_shadowed(&l);
 
         *ret = TAKE_PTR(l.items);
         *ret_n = l.n;

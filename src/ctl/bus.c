@@ -483,12 +483,12 @@ int bus_list_dependencies(sd_bus *bus, const char *language, json_object **ret) 
         _cleanup_(json_object_putp) json_object *deps = NULL;
         int r;
 
-        r = bus_new_call(bus, "ListDependencies", &call);
+        r = bus_new_call(bus, "ListDependenciesEx", &call);
         if (r != 0)
                 return r;
         r = sd_bus_message_append(call, "s", language);
         if (r < 0)
-                return bus_report_error("ListDependencies", r, NULL, false);
+                return bus_report_error("ListDependenciesEx", r, NULL, false);
         r = bus_call(bus, call, false, &reply);
         if (r != 0)
                 return r;
@@ -496,16 +496,16 @@ int bus_list_dependencies(sd_bus *bus, const char *language, json_object **ret) 
         deps = json_object_new_array();
         if (!deps)
                 return ctl_oom();
-        r = sd_bus_message_enter_container(reply, 'a', "(ss)");
+        r = sd_bus_message_enter_container(reply, 'a', "(sss)");
         if (r < 0)
-                return report_bad_reply("ListDependencies", r);
+                return report_bad_reply("ListDependenciesEx", r);
         for (;;) {
-                const char *name, *version;
+                const char *name, *version, *origin;
                 json_object *dep;
 
-                r = sd_bus_message_read(reply, "(ss)", &name, &version);
+                r = sd_bus_message_read(reply, "(sss)", &name, &version, &origin);
                 if (r < 0)
-                        return report_bad_reply("ListDependencies", r);
+                        return report_bad_reply("ListDependenciesEx", r);
                 if (r == 0)
                         break;
                 dep = json_object_new_object();
@@ -514,7 +514,8 @@ int bus_list_dependencies(sd_bus *bus, const char *language, json_object **ret) 
                         return ctl_oom();
                 }
                 if (json_object_object_add(dep, "name", json_object_new_string(name)) < 0 ||
-                    json_object_object_add(dep, "version", json_object_new_string(version)) < 0)
+                    json_object_object_add(dep, "version", json_object_new_string(version)) < 0 ||
+                    json_object_object_add(dep, "origin", json_object_new_string(origin)) < 0)
                         return ctl_oom();
         }
         json_object_array_sort(deps, compare_dependencies);

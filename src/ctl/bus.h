@@ -36,7 +36,7 @@ int bus_get_version(sd_bus *bus, char **ret);
  * each job, and left out for a job that ended meanwhile. */
 int bus_list_jobs(sd_bus *bus, json_object **ret);
 
-/* ListDependencies as [{"name", "version"}], sorted by name. */
+/* ListDependenciesEx as [{"name", "version", "origin"}], sorted by name. */
 int bus_list_dependencies(sd_bus *bus, const char *language, json_object **ret);
 
 /* The properties of a job object that difysandboxctl follows. */

@@ -409,7 +409,7 @@ static int verb_deps_list(const char *language) {
         if (arg_json)
                 return print_json_or_oom(deps);
 
-        r = table_new(&t, (const char *const[]){ "NAME", "VERSION", NULL });
+        r = table_new(&t, (const char *const[]){ "NAME", "VERSION", "ORIGIN", NULL });
         if (r < 0)
                 return ctl_oom();
         for (size_t i = 0; i < json_object_array_length(deps); i++) {
@@ -418,6 +418,8 @@ static int verb_deps_list(const char *language) {
                 r = table_add(t, json_object_get_string(json_member(dep, "name")));
                 if (r >= 0)
                         r = table_add(t, json_object_get_string(json_member(dep, "version")));
+                if (r >= 0)
+                        r = table_add(t, json_object_get_string(json_member(dep, "origin")));
                 if (r < 0)
                         return ctl_oom();
         }

@@ -21,12 +21,12 @@ static int check_language(const char *language, sd_bus_error *error) {
         return 0;
 }
 
-static int method_list_dependencies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+/* ListDependencies (name, version) and ListDependenciesEx (name, version, origin): packages.h's list. */
+static int reply_dependencies(sd_bus_message *msg, Manager *m, bool with_origin, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ char *bad_path = NULL;
         Package *list = NULL;
         size_t n = 0;
-        Manager *m = userdata;
         const char *language;
         int r;
 
@@ -42,19 +42,28 @@ static int method_list_dependencies(sd_bus_message *msg, void *userdata, sd_bus_
         if (r < 0)
                 return sd_bus_error_setf(error, MANAGER_ERROR_FAILED,
                                          "Cannot list the %s dependencies: %s%s%s", language,
-                                         bad_path ? bad_path : "", bad_path ? ": " : "",
-                                         r == -EBADMSG ? "malformed metadata" : strerror(-r));
+                                         bad_path ? bad_path : "", bad_path ? ": " : "", strerror(-r));
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ss)");
+                r = sd_bus_message_open_container(reply, 'a', with_origin ? "(sss)" : "(ss)");
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(reply, "(ss)", list[i].name, list[i].version);
+                r = with_origin ? sd_bus_message_append(reply, "(sss)", list[i].name, list[i].version,
+                                                        package_origin_to_string(list[i].origin))
+                                : sd_bus_message_append(reply, "(ss)", list[i].name, list[i].version);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         packages_free(list, n);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_dependencies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return reply_dependencies(msg, userdata, /* with_origin= */ false, error);
+}
+
+static int method_list_dependencies_ex(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return reply_dependencies(msg, userdata, /* with_origin= */ true, error);
 }
 
 static int start_job(sd_bus_message *msg, Manager *m, const char *language, const char *kind,
@@ -200,6 +209,9 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD_WITH_ARGS("ListDependencies", SD_BUS_ARGS("s", language),
                                 SD_BUS_RESULT("a(ss)", dependencies), method_list_dependencies,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListDependenciesEx", SD_BUS_ARGS("s", language),
+                                SD_BUS_RESULT("a(sss)", dependencies), method_list_dependencies_ex,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("InstallDependencies", SD_BUS_ARGS("s", language, "as", packages),
                                 SD_BUS_RESULT("o", job), method_install_dependencies, 0),

@@ -108,10 +108,7 @@ Admit *admit_free(Admit *admit) {
 }
 
 uint64_t admit_wait_usec(const Config *cfg) {
-        uint64_t wait =
-                cfg->worker_timeout_usec > UINT64_MAX / 2 ? UINT64_MAX : cfg->worker_timeout_usec * 2;
-
-        return wait < 10 * USEC_PER_SEC ? 10 * USEC_PER_SEC : wait;
+        return cfg->queue_timeout_usec;
 }
 
 /* Opens slot file i of dir_fd. Every open() is a file description of its own, so two takers in one

@@ -31,7 +31,8 @@ typedef struct AdmitTicket AdmitTicket;
 int admit_open(const Config *cfg, Admit **ret);
 Admit *admit_free(Admit *admit); /* NULL-safe, returns NULL */
 
-/* How long a request may wait for a worker slot: twice worker_timeout, at least 10 s. */
+/* How long an admitted request may wait for a worker slot: queue_timeout (default 50 s, so that with
+ * worker_timeout it stays below Dify's 60 s read timeout and Dify gets a 503 it retries). */
 uint64_t admit_wait_usec(const Config *cfg);
 
 /* Takes a request slot, then waits in the queue for a worker slot, at most wait_usec. Returns 0 with

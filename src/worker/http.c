@@ -10,7 +10,10 @@
  * Limits, because the client may be hostile:
  *   - headers: MHD_OPTION_CONNECTION_MEMORY_LIMIT (64 KiB); beyond it libmicrohttpd answers 431 itself;
  *   - body: api_body_max() (code_max + 64 KiB); beyond it 413 with the -400 envelope, before reading a
- *     byte when Content-Length says so;
+ *     byte when Content-Length says so. The body is then read and dropped after the answer (a lingering
+ *     close, as Apache's lingering_close()), up to linger_max() bytes and LINGER_USEC: a client that
+ *     writes its whole body before reading (Dify's requests does) would otherwise have its write fail
+ *     with EPIPE/ECONNRESET, since closing a socket with unread data makes the kernel send RST;
  *   - idle: 30 s without a byte between requests closes the connection (MHD_OPTION_CONNECTION_TIMEOUT,
  *     which counts inactivity only);
  *   - slow requests: a request whose line, headers and body are not all in within 10 s of its first
@@ -55,6 +58,11 @@
 #define IDLE_TIMEOUT_SEC 30U
 #define RECEIVE_TIMEOUT_USEC (UINT64_C(10) * USEC_PER_SEC)
 #define SEND_TIMEOUT_USEC (UINT64_C(60) * USEC_PER_SEC)
+/* A lingering close drops what the client still sends for at most this long in all, and gives up after
+ * LINGER_QUIET_MSEC without a byte; it drops at most linger_max() bytes. */
+#define LINGER_USEC (UINT64_C(10) * USEC_PER_SEC)
+#define LINGER_QUIET_MSEC 2000
+#define LINGER_BYTES_MIN (UINT64_C(64) << 20)
 /* MESSAGE_ID of the per-request record (catalog/difysandbox.catalog). */
 #define MESSAGE_REQUEST_FINISHED_STR "afb7818a1c774a8ab23a8cdfef9b6260"
 /* "[" IPv6 "]:" port, or a Unix socket path shortened to fit */
@@ -91,7 +99,8 @@ typedef struct Http {
         bool reloadable;
         RunnerClient *runner; /* not owned: where runs and the configuration come from */
         Api *api;
-        int fd; /* the connection; libmicrohttpd owns it, the loop only polls it while idle */
+        int fd;      /* the connection; libmicrohttpd owns it, the loop only polls it while idle */
+        bool linger; /* an answer was sent with a body left unread: drop the rest before closing */
         char peer[PEER_MAX];
         size_t body_max;
         Phase phase;
@@ -288,7 +297,9 @@ static enum MHD_Result respond_too_large(Http *h, struct MHD_Connection *connect
         r = api_error(413, -400, "request body too large", &rq->resp);
         if (r < 0)
                 return MHD_NO;
-        /* The rest of the body stays unread, so the connection cannot carry another request. */
+        /* The rest of the body stays unread, so the connection cannot carry another request; it is
+         * dropped after the answer (linger_drain()). */
+        h->linger = true;
         return respond(h, connection, &rq->resp, /* close= */ true);
 }
 
@@ -358,8 +369,10 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connecti
                 r = api_precheck(h->api, &req, &rq->resp);
                 if (r < 0)
                         return MHD_NO;
-                if (r > 0)
+                if (r > 0) {
+                        h->linger = true;
                         return respond(h, connection, &rq->resp, /* close= */ true);
+                }
 
                 if (length && parse_uint64(length, &n) >= 0 && n > h->body_max)
                         return respond_too_large(h, connection, rq);
@@ -467,6 +480,45 @@ static void reload_if_stale(Http *h) {
         log_debug("Connection from %s: using the configuration the manager published", h->peer);
 }
 
+/* The most bytes a lingering close drops: twice the largest body, at least LINGER_BYTES_MIN. */
+static uint64_t linger_max(size_t body_max) {
+        uint64_t twice = (uint64_t) body_max > UINT64_MAX / 2 ? UINT64_MAX : (uint64_t) body_max * 2;
+
+        return twice < LINGER_BYTES_MIN ? LINGER_BYTES_MIN : twice;
+}
+
+/* The lingering close: our answer is out (libmicrohttpd closed its descriptor, fd is the last one).
+ * FIN to the client, then read and drop what it still sends until it closes, goes quiet, or a bound is
+ * reached. Only then is the socket closed, with nothing unread, so the client sees the answer instead
+ * of a reset. Returns the bytes dropped. */
+static uint64_t linger_drain(int fd, uint64_t max_bytes) {
+        uint64_t deadline = now_usec() + LINGER_USEC, dropped = 0;
+        char buf[64 * 1024];
+
+        (void) shutdown(fd, SHUT_WR); /* libmicrohttpd may have done so; ENOTCONN is harmless */
+        while (dropped < max_bytes) {
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                uint64_t now = now_usec();
+                ssize_t n;
+                int ms;
+
+                if (now >= deadline)
+                        break;
+                ms = (int) ((deadline - now) / USEC_PER_MSEC);
+                if (ms > LINGER_QUIET_MSEC)
+                        ms = LINGER_QUIET_MSEC;
+                if (poll(&pfd, 1, ms) <= 0)
+                        break; /* quiet, or the socket is gone */
+                n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        continue;
+                if (n <= 0)
+                        break; /* the client closed, or reset */
+                dropped += (uint64_t) n;
+        }
+        return dropped;
+}
+
 /* Drives libmicrohttpd until the connection is closed or a limit drops it. */
 static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_mask) {
         while (connections_open(daemon) > 0) {
@@ -515,6 +567,7 @@ int http_serve_connection(const Config *cfg, uint64_t config_generation, bool re
         struct sockaddr_storage ss = { 0 };
         socklen_t ss_len = sizeof(ss);
         sigset_t stop_signals, idle_mask;
+        _cleanup_close_ int linger_fd = -EBADF;
         Http h = { .cfg = cfg,
                    .reloadable = reloadable,
                    .runner = runner,
@@ -537,6 +590,11 @@ int http_serve_connection(const Config *cfg, uint64_t config_generation, bool re
         if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
                 return log_error_errno(-errno, "Cannot set close-on-exec on the connection: %m");
 
+        /* Ours, so that libmicrohttpd's close() is not the last one: see linger_drain(). */
+        linger_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (linger_fd < 0)
+                return log_error_errno(-errno, "Cannot duplicate the connection: %m");
+
         r = api_new(cfg, runner, config_generation, &h.api);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the API: %m");
@@ -555,7 +613,13 @@ int http_serve_connection(const Config *cfg, uint64_t config_generation, bool re
         else
                 r = serve_loop(&h, daemon, &idle_mask);
         if (daemon)
-                MHD_stop_daemon(TAKE_PTR(daemon)); /* closes the connection; a request in it is recorded */
+                MHD_stop_daemon(TAKE_PTR(daemon)); /* closes its descriptor; a request in it is recorded */
+        if (h.linger) {
+                uint64_t dropped = linger_drain(linger_fd, linger_max(h.body_max));
+
+                log_debug("Connection from %s: dropped %" PRIu64 " bytes of an unread body before closing",
+                          h.peer, dropped);
+        }
         request_reset(&h.req);
         h.api = api_free(h.api);
         if (h.reloaded_cfg)

@@ -2,7 +2,8 @@
 /* http: owns one client connection of a worker process (DESIGN §2): libmicrohttpd on an already
  * accepted socket, driven on the calling thread, its requests in turn (keep-alive), each handed to
  * api.h; the limits that protect a worker from its client (body and header size, idle and slow-request
- * timeouts); and the journal record of each request. Everything runs on the main thread. */
+ * timeouts), and a lingering close after refusing a body, so the client reads the refusal instead of a
+ * reset; and the journal record of each request. Everything runs on the main thread. */
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -87,6 +87,10 @@ class Server:
             path.write_text(yaml_config(self.config))
             self.args += ['--config', str(path)]
         self.env = {'PATH': os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}
+        # Runtime trees other than the host's, e.g. built with difysandbox-prepare-runtime --runtime-dir
+        # into a temporary directory while /var/lib/difysandbox is being rebuilt.
+        if os.environ.get('DIFYSANDBOX_RUNTIME_DIR'):
+            self.env['DIFYSANDBOX_RUNTIME_DIR'] = os.environ['DIFYSANDBOX_RUNTIME_DIR']
         self.env.update(env or {})
         self.proc = None
         self.effective = {}

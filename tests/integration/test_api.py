@@ -24,7 +24,7 @@ from serve_helpers import (API_KEY, HEADERS, CodeExecutionError, dify_execute_co
 assert server  # a fixture, used by name
 
 JSON_TYPE = 'application/json'
-CODE_MAX = 1 << 20  # default code_max
+CODE_MAX = 16 << 20  # default code_max
 BODY_MAX = CODE_MAX + 64 * 1024
 
 
@@ -164,12 +164,11 @@ def test_dependencies_list(server):
     assert isinstance(deps, list)
     for d in deps:
         assert set(d) == {'name', 'version'} and all(isinstance(v, str) and v for v in d.values()), d
-    metadata = '/var/lib/difysandbox/python3/current/.difysandbox-runtime'
-    if os.path.exists(metadata):
-        with open(metadata) as f:
-            packages = json.load(f).get('packages', [])
-        assert deps == [{'name': p['name'], 'version': p['version']} for p in packages]
-        assert any(d['name'] == 'python3-jinja2' for d in deps), deps
+    # pip's names and versions (requests 2.28.1), never Debian's (python3-requests 2.28.1+dfsg-1).
+    if os.path.exists('/var/lib/difysandbox/python3/current'):
+        names = {d['name'].lower() for d in deps}
+        assert {'requests', 'jinja2'} <= names, deps
+        assert not any(d['name'].startswith('python3-') or '+dfsg' in d['version'] for d in deps), deps
 
 
 def test_dependencies_nodejs_has_no_packages(server):
@@ -338,7 +337,7 @@ def test_huge_body_is_413(server):
 
 def test_huge_chunked_body_is_413(server):
     def chunks():
-        for _ in range(40):
+        for _ in range(BODY_MAX // 65536 + 2):
             yield b'x' * 65536
 
     r = requests.post(server.url + '/v1/sandbox/run', data=chunks(), headers=HEADERS)

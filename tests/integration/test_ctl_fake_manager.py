@@ -161,6 +161,14 @@ def serve(address, control_dir):
             return dbus.Array([('requests', '2.31.0'), ('numpy', '1.26.4'), ('Jinja2', '3.1.3'),
                                ('certifi', '2024.2.2')], signature='(ss)')
 
+        @dbus.service.method(MANAGER, in_signature='s', out_signature='a(sss)')
+        def ListDependenciesEx(self, language):
+            if language != 'python3':
+                return dbus.Array([], signature='(sss)')
+            return dbus.Array([('requests', '2.31.0', 'generation'), ('numpy', '1.24.2', 'runtime'),
+                               ('Jinja2', '3.1.2', 'runtime'), ('certifi', '2022.9.24', 'runtime')],
+                              signature='(sss)')
+
         @dbus.service.method(MANAGER, in_signature='sas', out_signature='o')
         def InstallDependencies(self, language, packages):
             if 'bad==' in packages:
@@ -460,15 +468,15 @@ def test_stats_json_ignores_unknown_keys(ctl):
 def test_deps_list_sorted(ctl):
     p = ctl('deps', 'list', 'python3')
     assert p.returncode == 0, p.stderr
-    assert p.stdout == ('NAME      VERSION\n'
-                        'certifi   2024.2.2\n'
-                        'Jinja2    3.1.3\n'
-                        'numpy     1.26.4\n'
-                        'requests  2.31.0\n')
+    assert p.stdout == ('NAME      VERSION    ORIGIN\n'
+                        'certifi   2022.9.24  runtime\n'
+                        'Jinja2    3.1.2      runtime\n'
+                        'numpy     1.24.2     runtime\n'
+                        'requests  2.31.0     generation\n')
     p = ctl('--json', 'deps', 'list', 'python3')
-    assert json.loads(p.stdout)[0] == {'name': 'certifi', 'version': '2024.2.2'}
+    assert json.loads(p.stdout)[0] == {'name': 'certifi', 'version': '2022.9.24', 'origin': 'runtime'}
     p = ctl('deps', 'list', 'nodejs')
-    assert (p.returncode, p.stdout) == (0, 'NAME  VERSION\n')
+    assert (p.returncode, p.stdout) == (0, 'NAME  VERSION  ORIGIN\n')
 
 
 # --- jobs

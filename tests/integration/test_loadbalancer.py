@@ -257,7 +257,7 @@ def test_api_key_and_body_size(cluster):
     wait_runs(hosts, 2)
     before = [len(run_records(h)) for h in hosts]
     for _ in range(len(hosts)):
-        r = nginx.run('#' + 'x' * 1_300_000, timeout=120)
+        r = nginx.run('#' + 'x' * 17_000_000, timeout=120)
         assert r.status_code == 413, (r.status_code, r.text[:300])
     assert 'while sending request to upstream' not in nginx.errors(), nginx.errors()
     for i in range(4):  # both hosts are still in rotation

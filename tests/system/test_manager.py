@@ -569,6 +569,7 @@ def test_reads_are_open_and_changes_are_root_only(container):
     s = call(container, "GetStats", user=NOBODY)
     assert "RunsByResult" in s["data"][0]
     call(container, "ListDependencies", "s", "python3", user=NOBODY)
+    call(container, "ListDependenciesEx", "s", "python3", user=NOBODY)
     call(container, "ListJobs", user=NOBODY)
     busctl(container, "get-property", BUS, PATH, IFACE, "Version", user=NOBODY)
     for method, sig, args in (("ReloadConfig", "", ()), ("RefreshDependencies", "s", ("python3",)),

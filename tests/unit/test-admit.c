@@ -92,10 +92,13 @@ static unsigned slots_held(const Fixture *f, const char *dir, unsigned n) {
 static void test_wait_bound(void **state) {
         Fixture *f = *state;
 
+        /* queue_timeout alone, whatever worker_timeout is (it used to be max(2 x worker_timeout, 10 s)) */
         f->cfg.worker_timeout_usec = 1000 * MSEC;
-        assert_int_equal(admit_wait_usec(&f->cfg), 10000 * MSEC); /* at least 10 s */
+        f->cfg.queue_timeout_usec = 50000 * MSEC;
+        assert_int_equal(admit_wait_usec(&f->cfg), 50000 * MSEC);
         f->cfg.worker_timeout_usec = 20000 * MSEC;
-        assert_int_equal(admit_wait_usec(&f->cfg), 40000 * MSEC); /* twice worker_timeout */
+        f->cfg.queue_timeout_usec = 3000 * MSEC;
+        assert_int_equal(admit_wait_usec(&f->cfg), 3000 * MSEC);
 }
 
 static void test_open_refuses_zero(void **state) {

@@ -338,6 +338,7 @@ static void test_env_overrides_win(void **state) {
                 "DIFYSANDBOX_OUTPUT_MAX=8M",
                 "DIFYSANDBOX_CODE_MAX=2M",
                 "DIFYSANDBOX_TMP_SIZE=128M",
+                "DIFYSANDBOX_QUEUE_TIMEOUT=20s",
                 "DIFYSANDBOX_OPEN_FILES_MAX=512",
                 "DIFYSANDBOX_UID_MIN=20000",
                 "DIFYSANDBOX_UID_MAX=20099",
@@ -374,6 +375,7 @@ static void test_env_overrides_win(void **state) {
         assert_true(cfg.output_max == UINT64_C(8) << 20);
         assert_true(cfg.code_max == UINT64_C(2) << 20);
         assert_true(cfg.tmp_size == UINT64_C(128) << 20);
+        assert_true(cfg.queue_timeout_usec == UINT64_C(20) * 1000000);
         assert_int_equal(cfg.open_files_max, 512);
         assert_int_equal(cfg.uid_min, 20000);
         assert_int_equal(cfg.uid_max, 20099);
@@ -681,6 +683,7 @@ static void assert_config_equal(const Config *a, const Config *b) {
         assert_int_equal(a->tasks_max, b->tasks_max);
         assert_true(a->output_max == b->output_max);
         assert_true(a->code_max == b->code_max);
+        assert_true(a->queue_timeout_usec == b->queue_timeout_usec);
         assert_true(a->tmp_size == b->tmp_size);
         assert_int_equal(a->open_files_max, b->open_files_max);
         assert_int_equal(a->uid_min, b->uid_min);

@@ -45,7 +45,11 @@ static void test_config_defaults(void **state) {
         assert_int_equal(cfg.uid_min, 10000);
         assert_int_equal(cfg.uid_max, 10999);
         assert_true(cfg.cpu_time_usec > 0);
-        assert_true(cfg.code_max > 0);
+        /* a Dify input of 10 MB of text is 13.4 MB of base64 in the code: it fits */
+        assert_true(cfg.code_max == UINT64_C(16) * 1024 * 1024);
+        /* with worker_timeout, below Dify's 60 s read timeout */
+        assert_true(cfg.queue_timeout_usec == UINT64_C(50) * 1000000);
+        assert_true(cfg.queue_timeout_usec + cfg.worker_timeout_usec < UINT64_C(60) * 1000000);
         assert_string_equal(cfg.state_dir, "/run/difysandbox");
         assert_string_equal(cfg.runtime_dir, "/var/lib/difysandbox");
         assert_non_null(cfg.enter_library);

@@ -1,7 +1,9 @@
 /* test-packages: src/common/packages.c. A runtime directory is laid out in mkdtemp() as
  * difysandbox-prepare-runtime and difysandbox-installer lay it out: <lang>/current -> gen-N holding the
- * runtime metadata, <lang>/packages/current -> gen-N holding what pip or npm installed. The list must be
- * the metadata's packages in their order, then the generation's, sorted, and nothing else. */
+ * runtime tree (Debian's dist-packages with the packages' own egg-info/dist-info metadata),
+ * <lang>/packages/current -> gen-N holding what pip or npm installed. The list must be the tree's
+ * distributions, then the generation's, each sorted, under the names and versions pip shows, and nothing
+ * else. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +77,8 @@ static void expect_list(const char *root, const char *language, const char *cons
         assert_int_equal(packages_list(root, language, &list, &n, &err_path), 0);
         assert_null(err_path);
         for (size_t i = 0; i < n && i < want; i++) {
+                printf("# %s %s (%s)\n", list[i].name, list[i].version,
+                       package_origin_to_string(list[i].origin));
                 if (!streq(list[i].name, expected[2 * i]) || !streq(list[i].version, expected[2 * i + 1]))
                         fail_msg("entry %zu is %s %s, expected %s %s", i, list[i].name, list[i].version,
                                  expected[2 * i], expected[2 * i + 1]);
@@ -84,10 +88,28 @@ static void expect_list(const char *root, const char *language, const char *cons
         assert_null(list);
 }
 
-static const char metadata_python[] =
-        "{\"language\": \"python3\", \"packages\": ["
-        "{\"name\": \"python3-requests\", \"version\": \"2.28.1+dfsg-1\", \"requested\": true},"
-        "{\"name\": \"python3-certifi\", \"version\": \"2022.9.24-1\", \"requested\": false}]}";
+#define SITE "usr/lib/python3/dist-packages/"
+
+/* The tree as Debian's python3-requests, python3-certifi and python3-jinja2 lay it out: egg-info
+ * directories with PKG-INFO, beside the Debian metadata file that must not be what is listed. */
+static void put_python_tree(const char *root, const char *gen) {
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL;
+
+        assert_true(asprintf(&a, "python3/%s/.difysandbox-runtime", gen) >= 0);
+        put(root, a, "{\"packages\": [{\"name\": \"python3-requests\", \"version\": \"2.28.1+dfsg-1\"}]}");
+        assert_true(asprintf(&b, "python3/%s/" SITE "requests-2.28.1.egg-info/PKG-INFO", gen) >= 0);
+        put(root, b, "Metadata-Version: 2.1\nName: requests\nVersion: 2.28.1\nSummary: HTTP\n\nbody\n");
+        assert_true(asprintf(&c, "python3/%s/" SITE "Jinja2-3.1.2.egg-info/PKG-INFO", gen) >= 0);
+        put(root, c, "Metadata-Version: 2.1\nName: Jinja2\nVersion: 3.1.2\n");
+        assert_true(asprintf(&d, "python3/%s/" SITE "certifi-2022.9.24.egg-info", gen) >= 0);
+        put(root, d, "Metadata-Version: 1.2\nName: certifi\nVersion: 2022.9.24\n"); /* a plain file */
+        assert_true(asprintf(&e, "python3/%s/" SITE "requests/__init__.py", gen) >= 0);
+        put(root, e, "");
+        free(e);
+        assert_true(asprintf(&e, "python3/%s/" SITE "charset_normalizer-3.0.1.dist-info/METADATA", gen) >=
+                    0);
+        put(root, e, "Name: charset_normalizer\nVersion: 3.0.1\n");
+}
 
 static void test_nothing_installed(void **state) {
         const char *root = *state;
@@ -97,7 +119,9 @@ static void test_nothing_installed(void **state) {
         expect_list(root, "nodejs", none);
         put(root, "python3/gen-1/.difysandbox-runtime", "{\"packages\": []}");
         link_at(root, "python3/current", "gen-1");
-        expect_list(root, "python3", none);
+        expect_list(root, "python3", none); /* a tree without dist-packages */
+        put(root, "python3/gen-1/" SITE "six.py", "");
+        expect_list(root, "python3", none); /* nor metadata */
         /* a packages directory without a current generation */
         put(root, "python3/packages/.install.lock", "");
         put(root, "python3/packages/.gen-1.tmp/python/a-1.dist-info/METADATA", "Name: a\nVersion: 1\n");
@@ -107,32 +131,39 @@ static void test_nothing_installed(void **state) {
 static void test_python_runtime_and_generation(void **state) {
         const char *root = *state;
         static const char *const expected[] = {
-                "python3-requests",
-                "2.28.1+dfsg-1",
-                "python3-certifi",
-                "2022.9.24-1", /* metadata order */
-                "httpx_extra",
-                "0.1",
-                "Tinypkg",
-                "2.0", /* sorted */
+                /* clang-format off */
+                "certifi",            "2022.9.24", /* the tree, sorted */
+                "Jinja2",             "3.1.2",
+                "charset-normalizer", "3.3.2",     /* the generation, sorted; it shadows the tree's */
+                "httpx_extra",        "0.1",       /* charset_normalizer and requests, as on sys.path */
+                "legacy",             "1.0",
+                "Requests",           "2.31.0",
+                "Tinypkg",            "2.0",
                 NULL,
+                /* clang-format on */
         };
 
-        put(root, "python3/gen-3/.difysandbox-runtime", metadata_python);
+        put_python_tree(root, "gen-3");
         link_at(root, "python3/current", "gen-3");
         /* gen-1 is an older generation: not listed */
         put(root, "python3/packages/gen-1/python/old-1.0.dist-info/METADATA", "Name: old\nVersion: 1.0\n");
         put(root, "python3/packages/gen-2/python/tinypkg-2.0.dist-info/METADATA",
             "Metadata-Version: 2.1\nName: Tinypkg\nVersion: 2.0\nSummary: x\n\nName: not-a-header\n");
+        put(root, "python3/packages/gen-2/python/requests-2.31.0.dist-info/METADATA",
+            "Name: Requests\nVersion: 2.31.0\n");
+        /* charset-normalizer is the tree's charset_normalizer to pip */
+        put(root, "python3/packages/gen-2/python/charset_normalizer-3.3.2.dist-info/METADATA",
+            "Name: charset-normalizer\nVersion: 3.3.2\n");
         put(root, "python3/packages/gen-2/python/httpx_extra-0.1.dist-info/METADATA",
             "Metadata-Version: 2.1\r\nVersion:   0.1\r\nName: httpx_extra\r\n\r\n");
-        /* skipped: no METADATA, no Version before the body, not a dist-info */
+        /* skipped: no METADATA, no Version before the body, not a dist-info or egg-info */
         put(root, "python3/packages/gen-2/python/broken-1.0.dist-info/RECORD", "");
         put(root, "python3/packages/gen-2/python/body-1.0.dist-info/METADATA",
             "Name: body\n\nVersion: 1.0\n");
         put(root, "python3/packages/gen-2/python/tinypkg/__init__.py", "");
         put(root, "python3/packages/gen-2/python/legacy-1.0.egg-info/PKG-INFO",
-            "Name: legacy\nVersion: 1.0\n");
+            "Name: legacy\nVersion: 1.0\n"); /* setup.py installs: pip lists them */
+        put(root, "python3/packages/gen-2/python/notes.txt", "Name: notes\nVersion: 1\n");
         link_at(root, "python3/packages/current", "gen-2");
 
         expect_list(root, "python3", expected);
@@ -141,10 +172,10 @@ static void test_python_runtime_and_generation(void **state) {
 static void test_nodejs_generation(void **state) {
         const char *root = *state;
         static const char *const expected[] = {
-                "nodejs-runtime", "20.1",   "@types/node", "20.5.0", "left-pad",
-                "1.3.0",          "lodash", "4.17.21",     NULL,
+                "@types/node", "20.5.0", "left-pad", "1.3.0", "lodash", "4.17.21", NULL,
         };
 
+        /* the tree's Debian metadata is not a package list */
         put(root, "nodejs/gen-1/.difysandbox-runtime",
             "{\"packages\": [{\"name\": \"nodejs-runtime\", \"version\": \"20.1\"}]}");
         link_at(root, "nodejs/current", "gen-1");
@@ -179,18 +210,19 @@ static void test_errors(void **state) {
         assert_int_equal(packages_list(root, "ruby", &list, &n, &err_path), -EINVAL);
         assert_null(err_path);
 
-        put(root, "python3/gen-1/.difysandbox-runtime", "{\"packages\": [{\"name\": \"x\"}]}");
+        /* a tree whose dist-packages cannot be read */
+        put(root, "python3/gen-1/usr/lib/python3/x.py", "");
         link_at(root, "python3/current", "gen-1");
-        assert_int_equal(packages_list(root, "python3", &list, &n, &err_path), -EBADMSG);
-        assert_true(asprintf(&expect, "%s/python3/current/.difysandbox-runtime", root) >= 0);
+        link_at(root, "python3/gen-1/usr/lib/python3/dist-packages",
+                "/etc"); /* prepare-runtime makes directories, never links */
+        assert_int_equal(packages_list(root, "python3", &list, &n, &err_path), -ENOTDIR);
+        assert_true(asprintf(&expect, "%s/python3/current", root) >= 0);
         assert_string_equal(err_path, expect);
         free(err_path);
         err_path = NULL;
-        put(root, "python3/gen-1/.difysandbox-runtime", "not json");
-        assert_int_equal(packages_list(root, "python3", &list, &n, NULL), -EBADMSG);
 
         /* a packages directory whose current is not a generation */
-        put(root, "python3/gen-1/.difysandbox-runtime", metadata_python);
+        link_at(root, "python3/current", "gen-2"); /* no tree */
         put(root, "python3/packages/gen-1/python/x", "");
         link_at(root, "python3/packages/current", "/etc");
         free(expect);

@@ -11,8 +11,10 @@ pointed at (PYTHON_PROBE's test-only search path), so every rule shows on names 
 """
 
 import importlib.machinery
+import json
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -189,3 +191,57 @@ def test_no_package_queries_build_never_runs_dpkg(tmp_path):
     assert p.returncode == 0, p.stdout
     assert not log.exists(), f'dpkg was run: {log.read_text()}'
     assert 'Python distributions' in p.stdout, p.stdout
+
+
+def test_output_of_imports_cannot_garble_the_answer(site, tmp_path):
+    noisy = tmp_path / 'noisy'
+    write(noisy, {'noisy-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: noisy\nVersion: 1.0\n',
+                  'noisy-1.0.dist-info/top_level.txt': 'noisy\n',
+                  'noisy.py': 'import os\nprint("{not json", end="")\nos.write(1, b"raw")\n'})
+    info = pr.query_python(PYTHON, ['noisy'], search_path=[str(noisy)])
+    assert [d['name'] for d in info['distributions']] == ['noisy']
+
+
+DEBIAN_LIST = 'python3-requests\npython3-httpx\npython3-jinja2\npython3-socks\npython3-numpy\npython3-pandas\n'
+
+
+def build_tree(tmp_path, name, *options, path='/usr/sbin:/usr/bin:/sbin:/bin'):
+    runtime = tmp_path / name
+    runtime.mkdir(mode=0o755)
+    os.chmod(tmp_path, 0o755)
+    p = subprocess.run([PYTHON, str(PREPARE_RUNTIME), '--runtime-dir', str(runtime), *options, 'python3'],
+                       env=dict(os.environ, PATH=path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stdout
+    root = os.path.realpath(runtime / 'python3' / 'current')
+    files = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        files.update(os.path.join(dirpath, n)[len(root):] for n in dirnames + filenames)
+    with open(os.path.join(root, '.difysandbox-runtime')) as f:
+        meta = json.load(f)
+    return p.stdout, files, meta
+
+
+def test_deprecated_debian_list_still_works_without_dpkg(tmp_path):
+    old = tmp_path / 'python3-debian-packages.txt'
+    old.write_text(DEBIAN_LIST)
+    out, _, meta = build_tree(tmp_path, 'rt', '--packages-file', str(old), '--no-package-queries')
+    assert 'names Debian packages, which is deprecated' in out, out
+    assert meta['package_source'] == 'interpreter'
+    assert {'requests', 'httpx', 'Jinja2', 'PySocks', 'numpy', 'pandas'} <= \
+        {p['name'] for p in meta['packages'] if p['requested']}, meta['packages']
+
+
+def test_with_dpkg_the_new_list_gives_the_tree_the_debian_list_gave(tmp_path):
+    """Debian behaviour unchanged: dpkg resolves the distributions to the packages the old list named
+    (and anyio's, which python3-httpcore depends on anyway), so the trees are the same."""
+    if not shutil.which('dpkg-query'):
+        pytest.skip('no dpkg here')
+    old = tmp_path / 'python3-debian-packages.txt'
+    old.write_text(DEBIAN_LIST)
+    _, old_files, old_meta = build_tree(tmp_path, 'old', '--packages-file', str(old))
+    _, new_files, new_meta = build_tree(tmp_path, 'new')
+    assert old_meta['package_source'] == new_meta['package_source'] == 'dpkg'
+    names = lambda meta: sorted(p['name'] for p in meta['packages'])
+    assert names(old_meta) == names(new_meta)
+    assert old_files == new_files, sorted(old_files ^ new_files)[:40]

@@ -11,8 +11,8 @@ pointed at (PYTHON_PROBE's test-only search path), so every rule shows on names 
 """
 
 import importlib.machinery
-import json
 import importlib.util
+import json
 import os
 import shutil
 import subprocess

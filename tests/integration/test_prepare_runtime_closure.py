@@ -245,3 +245,12 @@ def test_with_dpkg_the_new_list_gives_the_tree_the_debian_list_gave(tmp_path):
     names = lambda meta: sorted(p['name'] for p in meta['packages'])
     assert names(old_meta) == names(new_meta)
     assert old_files == new_files, sorted(old_files ^ new_files)[:40]
+
+
+def test_probe_writes_no_bytecode_into_the_site(tmp_path):
+    fresh = tmp_path / 'fresh'
+    write(fresh, {'fresh-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: fresh\nVersion: 1.0\n',
+                  'fresh-1.0.dist-info/top_level.txt': 'fresh\n',
+                  'fresh/__init__.py': 'from . import sub\n', 'fresh/sub.py': ''})
+    pr.query_python(PYTHON, ['fresh'], search_path=[str(fresh)])
+    assert not list(fresh.rglob('__pycache__')), 'importing wrote bytecode next to the sources'

@@ -190,7 +190,7 @@ def test_deb_holds_what_the_issue_lists(deb):
                 "/usr/lib/difysandbox/libdifysandbox-enter.so",
                 "/etc/difysandbox/config.yaml", "/etc/difysandbox/python-requirements.txt",
                 "/etc/difysandbox/nodejs-packages.txt",
-                "/usr/share/difysandbox/dependencies/python3-debian-packages.txt",
+                "/usr/share/difysandbox/dependencies/python3-packages.txt",
                 "/usr/lib/tmpfiles.d/difysandbox.conf", "/usr/lib/sysusers.d/difysandbox.conf",
                 "/usr/share/doc/difysandbox/copyright", "/usr/share/doc/difysandbox/README.Debian"}
     # What the source tree has, the package must have: every unit, man page, D-Bus file and catalog.
@@ -218,8 +218,9 @@ def test_deb_holds_what_the_issue_lists(deb):
         "units must be in /lib/systemd/system on Debian 12"
 
     depends = deb_field(deb, "Depends")
-    with open(os.path.join(TOP, "dependencies", "python3-debian-packages.txt")) as f:
-        python_packages = [w for line in f for w in line.split("#", 1)[0].split()]
+    # The list names Python distributions or their modules; Debian ships each as python3-<module>.
+    with open(os.path.join(TOP, "dependencies", "python3-packages.txt")) as f:
+        python_packages = ["python3-" + w.lower() for line in f for w in line.split("#", 1)[0].split()]
     for package in ["python3", "nodejs", "python3-pip", "libseccomp2", "libsystemd0"] + python_packages:
         assert re.search(rf"(^|[ ,|]){re.escape(package)}([ ,(]|$)", depends), (package, depends)
     assert "npm" in deb_field(deb, "Recommends")

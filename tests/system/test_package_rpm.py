@@ -90,7 +90,7 @@ def test_rpm_holds_units_conffiles_and_scriptlets(rpm):
                  "/usr/lib/systemd/system/difysandbox.socket", "/usr/lib/systemd/system/difysandbox@.service",
                  "/usr/lib/systemd/system/difysandbox-runs.slice",
                  "/usr/lib/tmpfiles.d/difysandbox.conf", "/usr/lib/sysusers.d/difysandbox.conf",
-                 "/usr/share/difysandbox/dependencies/python3-debian-packages.txt",
+                 "/usr/share/difysandbox/dependencies/python3-packages.txt",
                  "/usr/share/man/man8/difysandbox.8.gz", "/etc/difysandbox/config.d"):
         assert path in files, f"{path} not in the rpm:\n" + "\n".join(sorted(files))
     assert set(query(rpm, "-c").split()) == {"/etc/difysandbox/config.yaml",
@@ -103,6 +103,9 @@ def test_rpm_holds_units_conffiles_and_scriptlets(rpm):
              post.find("difysandbox-prepare-runtime"), post.find("difysandbox.socket")]
     assert -1 not in order and order == sorted(order), post
     assert re.search(r"preset .*difysandbox\.socket|install-system-units .*difysandbox\.socket", post), post
+    # No Debian tool in any scriptlet: the trees come from the interpreters (issue 17).
+    assert re.search(r"difysandbox-prepare-runtime --no-package-queries ", post), post
+    assert not re.search(r"\b(dpkg|dpkg-query|apt|apt-get|debconf|deb-systemd-\w+|update-rc\.d)\b", scripts), scripts
     preun = scripts.split("preuninstall scriptlet")[1].split("postuninstall scriptlet")[0]
     assert re.search(r"disable --now .*difysandbox\.socket|remove-system-units .*difysandbox\.socket", preun), preun
     assert "systemctl stop difysandbox.slice" in preun, preun

@@ -71,6 +71,34 @@ RECORD = re.compile(r'^<\d>(METHOD=.*)$')
 SERVING = re.compile(r'Serving on (\S+): (.*)$', re.M)
 
 
+def children_of(pid):
+    """PIDs whose parent is pid."""
+    kids = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open(f'/proc/{entry}/stat') as f:
+                    if int(f.read().rsplit(')', 1)[1].split()[1]) == pid:
+                        kids.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return kids
+
+
+def process_status(pid):
+    """/proc/PID/status as a dict, or {} for a process that is gone."""
+    try:
+        with open(f'/proc/{pid}/status') as f:
+            return dict((k, v.strip()) for k, v in (line.split(':', 1) for line in f if ':' in line))
+    except OSError:
+        return {}
+
+
+def process_uid(pid):
+    status = process_status(pid)
+    return int(status['Uid'].split()[0]) if 'Uid' in status else None
+
+
 class Server:
     """One `difysandbox serve` process on a free loopback port."""
 
@@ -169,18 +197,23 @@ class Server:
             time.sleep(0.05)
         return self.records()
 
+    def children(self):
+        """PIDs of the serve process's children: its runner and its connections' workers."""
+        return children_of(self.proc.pid)
+
+    def runner(self):
+        """PID of serve's runner: its one child that runs as root (the workers do not)."""
+        roots = [pid for pid in self.children() if process_uid(pid) == 0]
+        assert len(roots) == 1, f'expected one runner among serve\'s children, found {roots}'
+        return roots[0]
+
     def workers(self):
-        """PIDs of the serve process's worker children."""
-        kids = []
-        for entry in os.listdir('/proc'):
-            if entry.isdigit():
-                try:
-                    with open(f'/proc/{entry}/stat') as f:
-                        if int(f.read().rsplit(')', 1)[1].split()[1]) == self.proc.pid:
-                            kids.append(int(entry))
-                except (OSError, ValueError, IndexError):
-                    pass
-        return kids
+        """PIDs of the serve process's worker children (one per connection, unprivileged)."""
+        return [pid for pid in self.children() if process_uid(pid) not in (0, None)]
+
+    def handlers(self):
+        """PIDs of the runner's children: pool slots and the handlers of requests."""
+        return children_of(self.runner())
 
     def healthy(self):
         """/health on a fresh connection, and the serve process still there."""

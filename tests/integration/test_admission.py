@@ -17,7 +17,8 @@ import time
 import pytest
 import requests
 
-from serve_helpers import HEADERS, CodeExecutionError, dify_execute_code, require_config, start_server
+from serve_helpers import (HEADERS, CodeExecutionError, children_of, dify_execute_code, require_config,
+                           start_server)
 
 ADMISSION = '/run/difysandbox/admission'
 SLEEP = 1.0
@@ -25,8 +26,8 @@ SLEEP = 1.0
 
 @pytest.fixture(scope='module')
 def small():
-    # Without prewarm: a worker must have a run child only while it serves a request, which is how the
-    # SIGKILL test finds its victim (a prepared run would be a child of an idle worker too).
+    # Without prewarm: a child of the runner has a run only while it serves a request, which is how the
+    # SIGKILL test finds its victim (a pool slot's prepared run would look the same).
     limits = {'max_workers': 1, 'max_requests': 3, 'prewarm': False}
     s = start_server(limits, env={'MAX_WORKERS': '1', 'MAX_REQUESTS': '3'})
     yield s
@@ -116,38 +117,32 @@ def test_queue_in_arrival_order_and_overload(limited):
 
 
 def run_children(pid):
-    kids = []
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                with open(f'/proc/{entry}/stat') as f:
-                    if int(f.read().rsplit(')', 1)[1].split()[1]) == pid:
-                        kids.append(int(entry))
-            except (OSError, ValueError, IndexError):
-                pass
-    return kids
+    return children_of(pid)
 
 
-def test_sigkilled_worker_leaks_no_slot(limited):
+def test_sigkilled_handler_leaks_no_slot(limited):
+    """The runner's handler holds the request's admission slots: killed mid-run, it leaks none, and its
+    client is told, with the runner named, instead of waiting."""
     results = {}
     t = post_in_thread(limited, sleeper('victim', 4), results, 'victim')
-    # The worker of that connection is the one with a run (a child) of its own.
     victim = None
 
     def find():
         nonlocal victim
-        for pid in limited.workers():
+        for pid in limited.handlers():
             if run_children(pid):
                 victim = pid
                 return True
         return False
 
-    assert wait_until(find), 'no worker with a running run appeared'
+    assert wait_until(find), 'no handler of the runner with a running run appeared'
     assert held_slots('requests', 3) and held_slots('workers', 1) == [0]
-    os.kill(victim, signal.SIGKILL)
+    os.kill(victim, signal.SIGKILL)  # our own grandchild, with a pool UID's run below it
     t.join(timeout=30)
-    assert results['victim'][0] is None, results  # the client lost its connection, no answer
-    assert wait_until(lambda: victim not in limited.workers()), 'serve did not reap the killed worker'
+    status, body, _, _ = results['victim']
+    assert status == 200 and body['code'] == -500, results
+    assert 'runner' in body['message'], body
+    assert wait_until(lambda: victim not in limited.handlers()), 'the runner did not reap the killed handler'
 
     # Nothing leaked: max_requests requests can be in flight again (all three admitted and run), and the
     # limit still holds (a fourth is refused).

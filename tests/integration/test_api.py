@@ -503,70 +503,44 @@ def test_dify_jinja2_with_preload(configured):
 
 # ------------------------------------------------------------------------------ socket activation
 
-def test_worker_binary_on_fd0():
-    """difysandbox-worker serves the connection it gets as fd 0 (StandardInput=socket), then exits."""
+def test_worker_binary_on_fd0(tmp_path):
+    """difysandbox-worker serves the connection it gets as fd 0 (StandardInput=socket), then exits; its runs
+    go to a difysandbox-runner started the way difysandbox-runner.socket starts it."""
     binary = worker_binary()
-    if not os.access(binary, os.X_OK):
-        pytest.skip(f'no difysandbox-worker at {binary} (set DIFYSANDBOX_WORKER)')
-    with socket.socket() as ls:
-        ls.bind(('127.0.0.1', 0))
-        ls.listen()
-        port = ls.getsockname()[1]
-        result = {}
-
-        def serve_one():
-            conn, _ = ls.accept()
-            with conn:
-                proc = subprocess.Popen([binary], stdin=conn, stdout=conn, stderr=subprocess.PIPE)
-            result['stderr'] = proc.communicate(timeout=60)[1]
-            result['rc'] = proc.returncode
-
-        t = threading.Thread(target=serve_one)
-        t.start()
-        with requests.Session() as s:
-            assert s.get(f'http://127.0.0.1:{port}/health').content == b'"ok"'
-            r = s.post(f'http://127.0.0.1:{port}/v1/sandbox/run', headers=HEADERS,
-                       json={'language': 'python3', 'code': 'print("fd0")'})
-            assert r.json()['data']['stdout'] == 'fd0\n'
-        t.join(timeout=60)
-    assert result.get('rc') == 0, result
-    assert b'REQUEST=2' in result['stderr'], result  # both requests on the one connection
-
-
-# ---------------------------------------------------------------------------------- prewarm
-
-def _prepared_runs(server):
-    """PIDs of the runs the server's workers hold (children of a worker with a pool UID)."""
-    workers = set(server.workers())
-    found = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f'/proc/{entry}/status') as f:
-                status = dict(line.split(':', 1) for line in f if ':' in line)
-        except OSError:
-            continue
-        uid = int(status['Uid'].split()[0])
-        if int(status['PPid']) in workers and 10000 <= uid <= 10999:
-            found.append(int(entry))
-    return found
-
-
-def test_keep_alive_prepares_the_next_run_and_replaces_one_that_died(server):
-    with requests.Session() as s:
-        assert envelope(server.run('print(1)', session=s))['data']['stdout'] == '1\n'
+    runner_binary = os.path.join(os.path.dirname(binary), 'difysandbox-runner')
+    if not os.access(binary, os.X_OK) or not os.access(runner_binary, os.X_OK):
+        pytest.skip(f'no difysandbox-worker or difysandbox-runner next to {binary} (set DIFYSANDBOX_WORKER)')
+    runner_socket = str(tmp_path / 'runner.sock')
+    runner = subprocess.Popen(['systemd-socket-activate', '--seqpacket', '-l', runner_socket, runner_binary],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
         deadline = time.monotonic() + 10
-        while not _prepared_runs(server) and time.monotonic() < deadline:
+        while not os.path.exists(runner_socket) and time.monotonic() < deadline:
             time.sleep(0.05)
-        prepared = _prepared_runs(server)
-        assert len(prepared) == 1, prepared  # the next run waits for its code
-        # Killed while it waits (our own child's child): the next request must not see its death.
-        os.kill(prepared[0], signal.SIGKILL)
-        time.sleep(0.2)
-        data = envelope(server.run('print(2)', session=s))['data']
-        assert (data['stdout'], data['exit_code'], data['error']) == ('2\n', 0, ''), data
-        # And a prepared run that is used gives the code its own, full result.
-        time.sleep(0.5)
-        data = envelope(server.run('import sys; print(3); sys.exit(4)', session=s))['data']
-        assert (data['stdout'], data['exit_code']) == ('3\n', 4), data
+        with socket.socket() as ls:
+            ls.bind(('127.0.0.1', 0))
+            ls.listen()
+            port = ls.getsockname()[1]
+            result = {}
+
+            def serve_one():
+                conn, _ = ls.accept()
+                with conn:
+                    proc = subprocess.Popen([binary, '--runner-socket', runner_socket], stdin=conn, stdout=conn,
+                                            stderr=subprocess.PIPE)
+                result['stderr'] = proc.communicate(timeout=60)[1]
+                result['rc'] = proc.returncode
+
+            t = threading.Thread(target=serve_one)
+            t.start()
+            with requests.Session() as s:
+                assert s.get(f'http://127.0.0.1:{port}/health').content == b'"ok"'
+                r = s.post(f'http://127.0.0.1:{port}/v1/sandbox/run', headers=HEADERS,
+                           json={'language': 'python3', 'code': 'print("fd0")'})
+                assert r.json()['data']['stdout'] == 'fd0\n', r.text
+            t.join(timeout=60)
+        assert result.get('rc') == 0, result
+        assert b'REQUEST=2' in result['stderr'], result  # both requests on the one connection
+    finally:
+        runner.terminate()
+        runner.wait(timeout=30)

@@ -24,7 +24,7 @@ import pytest
 import requests
 
 from conftest import REPO, command, finish_snippet, parse_output, sandbox_env
-from serve_helpers import start_server
+from serve_helpers import children_of, process_uid, start_server
 
 PREPARE_RUNTIME = REPO / 'scripts' / 'difysandbox-prepare-runtime'
 MOUNT = '/usr/lib/difysandbox-packages'  # RUNTIME_PACKAGES_MOUNT in src/runtime/runtime.h
@@ -386,38 +386,34 @@ def test_switching_current_does_not_change_a_run_in_flight(rt, language):
 
 
 def _prepared_runs(server):
-    """PIDs of the runs the server's workers hold ready (children of a worker with a pool UID)."""
-    workers = set(server.workers())
+    """UIDs of the runs the runner's pool holds ready, by PID (children of its slots, with a pool UID)."""
     found = {}
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f'/proc/{entry}/status') as f:
-                status = dict(line.split(':', 1) for line in f if ':' in line)
-        except OSError:
-            continue
-        uid = int(status['Uid'].split()[0])
-        if int(status['PPid']) in workers and 10000 <= uid <= 10999:
-            found[int(entry)] = uid
+    for slot in server.handlers():
+        for pid in children_of(slot):
+            uid = process_uid(pid)
+            if uid is not None and 10000 <= uid <= 10999:
+                found[pid] = uid
     return found
 
 
-def test_keep_alive_prepared_run_is_not_served_after_a_switch(rt):
+def test_pool_prepared_run_is_not_served_after_a_switch(rt):
     gen1 = rt.make_generation('python3', 1, python_module('mymod', 'one'))
     rt.switch('python3', 1)
     code = 'import mymod, os\nprint(mymod.VALUE, os.getuid())\n'
-    server = start_server(env={'DIFYSANDBOX_RUNTIME_DIR': str(rt.path)})
+    # enable_network, as Dify always asks: the pool prepares that kind of run (network on by default).
+    # One prepared python3 run and no preloads: the test follows that one run's generation.
+    server = start_server(env={'DIFYSANDBOX_RUNTIME_DIR': str(rt.path), 'DIFYSANDBOX_POOL_SIZE_PYTHON3': '1',
+                               'DIFYSANDBOX_POOL_SIZE_NODEJS': '0', 'DIFYSANDBOX_POOL_PRELOAD_PYTHON3': ''}
     try:
         with requests.Session() as s:
-            r = server.run(code, session=s)
+            r = server.run(code, session=s, enable_network=True)
             assert r.status_code == 200 and r.json()['code'] == 0, (r.status_code, r.text)
             assert r.json()['data']['stdout'].split()[0] == 'one', r.text
-            # prewarm: the connection's next run waits, holding generation 1.
+            # The pool's prepared run waits, holding generation 1.
             assert wait_held(gen1, timeout=10), 'no prepared run holds generation 1: nothing is tested'
             rt.make_generation('python3', 2, python_module('mymod', 'two'))
             rt.switch('python3', 2)
-            r = server.run(code, session=s)
+            r = server.run(code, session=s, enable_network=True)
             assert r.status_code == 200 and r.json()['code'] == 0, (r.status_code, r.text)
             assert r.json()['data']['stdout'].split()[0] == 'two', 'a prepared run served a stale generation'
             # The stale prepared run is gone with its lock; the next one holds generation 2 and is used.
@@ -433,7 +429,7 @@ def test_keep_alive_prepared_run_is_not_served_after_a_switch(rt):
             time.sleep(0.2)
             prepared = _prepared_runs(server)
             assert len(prepared) == 1, prepared
-            r = server.run(code, session=s)
+            r = server.run(code, session=s, enable_network=True)
             value, uid = r.json()['data']['stdout'].split()
             assert value == 'two' and int(uid) == list(prepared.values())[0], \
                 f'the prepared run of the current generation was not used: {r.text} vs {prepared}'
@@ -485,7 +481,9 @@ def test_a_tree_without_the_mount_point_fails_closed(rt, broken):
         if broken != 'missing':
             return
 
-        server = start_server(env={'DIFYSANDBOX_RUNTIME_DIR': str(rt.path)})
+        # One prepared python3 run and no preloads: the test follows that one run's generation.
+    server = start_server(env={'DIFYSANDBOX_RUNTIME_DIR': str(rt.path), 'DIFYSANDBOX_POOL_SIZE_PYTHON3': '1',
+                               'DIFYSANDBOX_POOL_SIZE_NODEJS': '0', 'DIFYSANDBOX_POOL_PRELOAD_PYTHON3': ''}
         try:
             r = server.run(code)
             body = r.json()

@@ -1,0 +1,182 @@
+"""Privilege separation and the warm pool (DESIGN §2) through a real `difysandbox serve`: the workers that
+speak HTTP hold no privilege, the runner's pool of prepared runs is bounded whatever clients do, a pooled
+run is used once, preloads its modules and starts its deadline with the request, and a runner killed
+mid-run costs only the runs in flight, each answered with an error that names the runner.
+"""
+
+import os
+import signal
+import socket
+import time
+
+import pytest
+import requests
+
+from conftest import held_uid_locks
+from serve_helpers import HEADERS, children_of, process_status, process_uid, start_server
+
+UID_MIN, UID_MAX = 10000, 10999
+POOL_ENV = {
+    'DIFYSANDBOX_POOL_SIZE_PYTHON3': '1',
+    'DIFYSANDBOX_POOL_SIZE_NODEJS': '1',
+    'WORKER_TIMEOUT': '3',
+}
+POOL_TOTAL = 2
+
+
+@pytest.fixture(scope='module')
+def pooled():
+    s = start_server(env=POOL_ENV)
+    yield s
+    rc = s.stop()
+    s.cleanup()
+    assert rc == 0, f'difysandbox serve exited {rc} after SIGTERM'
+
+
+def wait_until(predicate, timeout=30, step=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+def prepared_runs(server):
+    """{pid: uid} of the runs the pool holds ready: children of the runner's slots, with a pool UID. A
+    handler's run looks the same; the tests look while nothing runs."""
+    found = {}
+    for slot in server.handlers():
+        for pid in children_of(slot):
+            uid = process_uid(pid)
+            if uid is not None and UID_MIN <= uid <= UID_MAX:
+                found[pid] = uid
+    return found
+
+
+def pool_full(server):
+    runs = prepared_runs(server)
+    return runs if len(runs) == POOL_TOTAL else None
+
+
+def run(server, code, language='python3', session=None, timeout=60):
+    # enable_network, as Dify always sends it: the pool holds that kind of run (network is on by default).
+    body = {'language': language, 'code': code, 'preload': '', 'enable_network': True}
+    r = (session or requests).post(server.url + '/v1/sandbox/run', json=body, headers=HEADERS, timeout=timeout)
+    assert r.status_code == 200, (r.status_code, r.text)
+    return r.json()
+
+
+def test_workers_hold_no_privilege(pooled):
+    with requests.Session() as s:
+        assert s.get(pooled.url + '/health').status_code == 200  # a live worker for this connection
+        workers = wait_until(pooled.workers, timeout=10)
+        assert workers, 'serve has no worker for a live connection'
+        for pid in workers:
+            status = process_status(pid)
+            uids = [int(u) for u in status['Uid'].split()]
+            assert all(u != 0 for u in uids), (pid, status['Uid'])
+            assert all(int(g) != 0 for g in status['Gid'].split()), (pid, status['Gid'])
+            assert int(status['CapEff'], 16) == 0 and int(status['CapPrm'], 16) == 0, (pid, status)
+            assert int(status['CapBnd'], 16) == 0 or status['NoNewPrivs'] == '1', (pid, status)
+            assert status['NoNewPrivs'] == '1', (pid, status)
+        # ...while the runner, which makes the sandboxes, is root.
+        assert process_uid(pooled.runner()) == 0
+
+
+def test_pool_fills_to_its_size_and_its_runs_preload(pooled):
+    runs = wait_until(lambda: pool_full(pooled))
+    assert runs, f'the pool never held {POOL_TOTAL} prepared runs: {prepared_runs(pooled)}'
+    python = {pid: uid for pid, uid in runs.items() if b'python' in open(f'/proc/{pid}/cmdline', 'rb').read()}
+    assert len(python) == 1, runs
+    body = run(pooled, 'import os, sys\nprint("pandas" in sys.modules, "DIFYSANDBOX_PRELOAD" in os.environ, '
+                       'os.getuid())')
+    assert body['code'] == 0, body
+    preloaded, variable_seen, uid = body['data']['stdout'].split()
+    # It was the pool's run (its UID), pandas was imported before the code came, and the variable that
+    # told it so is gone from the code's environment.
+    assert int(uid) == list(python.values())[0], (body, python)
+    assert (preloaded, variable_seen) == ('True', 'False'), body
+
+
+def test_prepared_run_is_used_once_and_one_that_died_is_replaced(pooled):
+    runs = wait_until(lambda: pool_full(pooled))
+    assert runs, f'the pool never filled: {prepared_runs(pooled)}'
+    victim = next(pid for pid in runs if b'node' in open(f'/proc/{pid}/cmdline', 'rb').read())
+    os.kill(victim, signal.SIGKILL)  # a grandchild of our serve, with a pool UID
+    body = run(pooled, 'console.log(6 * 7)', 'nodejs')
+    assert body['code'] == 0 and body['data']['stdout'] == '42\n', body
+    refilled = wait_until(lambda: pool_full(pooled))
+    assert refilled and victim not in refilled, (victim, refilled)
+    # A run that was used is gone: two runs in a row get two UIDs.
+    uids = [run(pooled, 'console.log(process.getuid())', 'nodejs')['data']['stdout'] for _ in range(2)]
+    assert uids[0] != uids[1], uids
+
+
+def test_deadline_counts_from_the_request(pooled):
+    assert wait_until(lambda: pool_full(pooled)), 'the pool never filled'
+    time.sleep(4)  # longer than worker_timeout (3 s): the prepared runs have waited that long already
+    body = run(pooled, 'import time\ntime.sleep(1.5)\nprint("in time")')
+    assert body['code'] == 0 and body['data']['stdout'] == 'in time\n', body
+    assert body['data']['error'] == '', body
+
+
+def _connect_idle(source, port):
+    s = socket.create_connection(('127.0.0.1', port), timeout=10, source_address=(source, 0))
+    s.sendall(b'GET /health HTTP/1.1\r\nHost: x\r\n\r\n')
+    assert b'200 OK' in s.recv(4096)
+    return s
+
+
+@pytest.mark.parametrize('idle', [10, 300])
+def test_idle_keep_alive_connections_hold_no_prepared_runs(pooled, idle):
+    """An idle keep-alive connection (kept alive with /health, which needs no key) holds a worker, never a
+    sandbox: the pool stays at its size, UIDs are not used up, and a new client's run succeeds."""
+    assert wait_until(lambda: pool_full(pooled)), 'the pool never filled'
+    conns = []
+    try:
+        for i in range(idle):
+            conns.append(_connect_idle(f'127.0.0.{2 + i % 10}', pooled.port))  # spread over 10 peers
+        time.sleep(1)
+        assert len(pooled.workers()) >= idle
+        assert len(prepared_runs(pooled)) <= POOL_TOTAL, prepared_runs(pooled)
+        assert len(held_uid_locks()) <= POOL_TOTAL + 1, held_uid_locks()
+        body = run(pooled, 'print("still served")')
+        assert body['code'] == 0 and body['data']['stdout'] == 'still served\n', body
+    finally:
+        for c in conns:
+            c.close()
+
+
+def test_runner_killed_mid_run_answers_the_client_and_recovers(pooled):
+    assert wait_until(lambda: pool_full(pooled)), 'the pool never filled'
+    runner = pooled.runner()
+    results = {}
+    import threading
+
+    def slow():
+        try:
+            results['r'] = requests.post(pooled.url + '/v1/sandbox/run', headers=HEADERS, timeout=60,
+                                         json={'language': 'python3', 'code': 'import time\ntime.sleep(2)'})
+        except requests.RequestException as e:
+            results['e'] = e
+
+    t = threading.Thread(target=slow)
+    t.start()
+    # Wait until its handler runs it (a runner child whose run is not among the prepared ones).
+    assert wait_until(lambda: len(pooled.handlers()) > POOL_TOTAL, timeout=10), 'the run never started'
+    os.kill(runner, signal.SIGKILL)  # serve's own child
+    t.join(60)
+    assert 'r' in results, results
+    body = results['r'].json()
+    assert body['code'] == -500 and 'runner' in body['message'], body
+    # serve starts a new runner; a new connection's run works, and nothing of the old one stays.
+    new = wait_until(lambda: [p for p in pooled.children() if process_uid(p) == 0 and p != runner], timeout=10)
+    assert new, 'serve did not start a new runner'
+    body = run(pooled, 'print("after")')
+    assert body['code'] == 0 and body['data']['stdout'] == 'after\n', body
+    assert wait_until(lambda: len(held_uid_locks()) <= POOL_TOTAL, timeout=20), held_uid_locks()
+    orphans = [pid for pid in map(int, filter(str.isdigit, os.listdir('/proc')))
+               if UID_MIN <= (process_uid(pid) or 0) <= UID_MAX and pid not in prepared_runs(pooled)]
+    assert wait_until(lambda: not [p for p in orphans if process_uid(p) is not None], timeout=20), orphans

@@ -3,6 +3,7 @@
 #include "runner.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pwd.h>
 #include <signal.h>
@@ -260,15 +261,16 @@ static int on_slot_control(sd_event_source *s, int fd, uint32_t revents, void *u
         if (e == -EAGAIN)
                 return 0;
         if (e < 0 || len != sizeof(ready) || ready.magic != SLOT_MESSAGE_MAGIC ||
-            slot->state != POOL_SLOT_PREPARING) {
-                /* It died, or says something a slot never says: it goes (on_child() cleans up). */
+            slot->state != POOL_SLOT_PREPARING || ready.packages_generation == SLOT_GONE) {
+                /* Its run died while it waited (SLOT_GONE), the slot died, or it says something a slot
+                 * never says: it goes (on_child() cleans up). */
                 slot_retire(slot);
+                pool_refill(r);
                 return 0;
         }
         slot->state = POOL_SLOT_IDLE;
         slot->packages_generation = ready.packages_generation;
         r->backoff_usec = 0;
-        (void) sd_event_source_set_enabled(s, SD_EVENT_OFF); /* nothing more comes until the hand-over */
         pool_refill(r);
         return 0;
 }
@@ -467,6 +469,8 @@ static int dispatch_to_slot(Runner *r, Conn *c, const RunnerRequest *req, int co
                 slot_retire(slot); /* it died meanwhile */
                 return 0;
         }
+        /* Handed over: whatever it says now (SLOT_GONE after our request crossed it) is not read. */
+        (void) sd_event_source_set_enabled(slot->control_source, SD_EVENT_OFF);
         slot->userdata = c;
         c->handler = slot->pid;
         return 1;
@@ -610,6 +614,10 @@ static int on_handoff(sd_event_source *s, int fd, uint32_t revents, void *userda
 }
 
 int runner_add_listener(Runner *r, int fd) {
+        /* systemd passes it blocking: on_listener() accepts until EAGAIN. */
+        int flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+                return -errno;
         return sd_event_add_io(r->event, &r->listener, fd, EPOLLIN, on_listener, r);
 }
 

@@ -35,10 +35,17 @@ static int wait_for_request(const HandlerContext *ctx, int control_fd, const Pre
                                 continue;
                         return -errno;
                 }
-                if (pfd[1].revents)
-                        return 0; /* the interpreter died while waiting: the runner makes another */
                 if (pfd[0].revents)
-                        break;
+                        break; /* a request, even if the run just died: handler_run() makes a fresh one */
+                if (pfd[1].revents) {
+                        /* The interpreter died while waiting. The runner may be handing us a request
+                         * right now, so we do not just leave: we say so and wait for its answer, a
+                         * request (served afresh) or the end of the control socket. */
+                        SlotReady gone = { .magic = SLOT_MESSAGE_MAGIC, .packages_generation = SLOT_GONE };
+                        if (runner_send(control_fd, &gone, sizeof(gone), -EBADF) < 0)
+                                return 0;
+                        pfd[1].fd = -1;
+                }
         }
         r = runner_recv_fds(control_fd, &wire, sizeof(wire), 0, &len, fds, 2, &n_fds);
         if (r == -ECONNRESET)

@@ -5,7 +5,8 @@
  * dependency generation the run holds, and waits. Then either the runner hands it one request (the
  * worker's connection and the code), which it serves with handler_run() and exits, or the runner closes
  * the control socket (the configuration or the generation changed, or it stops), and it kills its run
- * and exits. If the run dies while it waits, the slot exits too, and the runner makes another. */
+ * and exits. If the run dies while it waits, the slot says so (SLOT_GONE) and the runner retires it,
+ * unless it has just handed it a request, which the slot then serves with a run made afresh. */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,6 +16,9 @@
 typedef struct HandlerContext HandlerContext;
 
 #define SLOT_MESSAGE_MAGIC UINT32_C(0x31544c53) /* "SLT1" */
+
+/* packages_generation of the message a slot sends when its run died while it waited. */
+#define SLOT_GONE UINT64_MAX
 
 typedef struct __attribute__((packed)) SlotReady {
         uint32_t magic;

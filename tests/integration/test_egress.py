@@ -1155,6 +1155,10 @@ def descendants(table, pid):
     return [p for p in table.values() if pid in ancestors(table, p.pid)]
 
 
+# Prepared runs of the runner's warm pool with the default configuration (pool_size.python3 + .nodejs).
+POOL_MAX = 3
+
+
 def the_worker(server, timeout=10):
     """The one worker of serve (the one connection's), once workers of earlier connections are gone."""
     deadline = time.monotonic() + timeout
@@ -1199,25 +1203,33 @@ def test_no_namespace_or_relay_leak_after_1000_runs():
                 (f'worker {worker} has {len(fds10)} open fds after request 10 and {len(fds1000)} after request '
                  f'{LEAK_RUNS}: gained {gained}, lost {lost}')
 
-            # While the connection is open: at most the run prepared for the next request, and its relay.
+            # While the connection is open: below the worker nothing (it holds no sandbox), below the
+            # runner at most its warm pool's prepared runs and their relays, and nothing elsewhere.
             during = HostState(listen)
-            below = descendants(during.table, worker)
+            runner = server.runner()
+            assert not [p for p in descendants(during.table, worker)], \
+                f'the worker {worker} has processes of its own: {descendants(during.table, worker)}'
+            below = descendants(during.table, runner)
             relays, runs = [p for p in below if p.relay], [p for p in below if p.run]
-            assert len(relays) <= 1 and len(runs) <= 1, \
-                f'below worker {worker} after request {LEAK_RUNS}: relays {relays}, runs {runs}'
-            below_ns = {p.netns for p in below if p.netns} - {during.table[worker].netns}
-            assert len(below_ns) <= 1, f'the processes below the worker hold network namespaces {below_ns}'
+            assert len(relays) <= POOL_MAX and len(runs) <= POOL_MAX, \
+                f'below the runner {runner} after request {LEAK_RUNS}: relays {relays}, runs {runs}'
+            below_ns = {p.netns for p in below if p.netns} - {during.table[runner].netns}
+            assert len(below_ns) <= POOL_MAX, f'the processes below the runner hold network namespaces {below_ns}'
             procs, namespaces, _ = during.new_of_ours(baseline, own)
-            outside = [p for p in procs if p.pid not in (server.proc.pid, worker) and p not in below]
-            assert not outside, f'processes of runs or relays outside the worker while it serves: {outside}'
+            outside = [p for p in procs if p.pid not in (server.proc.pid, worker, runner) and p not in below]
+            assert not outside, f'processes of runs or relays outside the runner while it serves: {outside}'
             assert set(namespaces) <= below_ns, \
-                f'network namespaces held outside the worker: {set(namespaces) - below_ns}: {namespaces}'
+                f'network namespaces held outside the runner: {set(namespaces) - below_ns}: {namespaces}'
 
-        # The connection is closed: its worker goes, with the prepared run and its relay.
+        # The connection is closed: its worker goes; what stays is the runner and its pool.
         deadline = time.monotonic() + 10
         while True:
-            procs, namespaces, _ = HostState(listen).new_of_ours(baseline, own)
-            procs = [p for p in procs if p.pid != server.proc.pid]
+            table = HostState(listen)
+            procs, namespaces, _ = table.new_of_ours(baseline, own)
+            pool = descendants(table.table, runner)
+            pool_ns = {p.netns for p in pool if p.netns}
+            procs = [p for p in procs if p.pid not in (server.proc.pid, runner) and p not in pool]
+            namespaces = [ns for ns in namespaces if ns not in pool_ns]
             if not procs and not namespaces or time.monotonic() > deadline:
                 break
             time.sleep(0.05)

@@ -403,7 +403,7 @@ def test_pool_prepared_run_is_not_served_after_a_switch(rt):
     # enable_network, as Dify always asks: the pool prepares that kind of run (network on by default).
     # One prepared python3 run and no preloads: the test follows that one run's generation.
     server = start_server(env={'DIFYSANDBOX_RUNTIME_DIR': str(rt.path), 'DIFYSANDBOX_POOL_SIZE_PYTHON3': '1',
-                               'DIFYSANDBOX_POOL_SIZE_NODEJS': '0', 'DIFYSANDBOX_POOL_PRELOAD_PYTHON3': ''}
+                               'DIFYSANDBOX_POOL_SIZE_NODEJS': '0', 'DIFYSANDBOX_POOL_PRELOAD_PYTHON3': ''})
     try:
         with requests.Session() as s:
             r = server.run(code, session=s, enable_network=True)
@@ -481,9 +481,7 @@ def test_a_tree_without_the_mount_point_fails_closed(rt, broken):
         if broken != 'missing':
             return
 
-        # One prepared python3 run and no preloads: the test follows that one run's generation.
-    server = start_server(env={'DIFYSANDBOX_RUNTIME_DIR': str(rt.path), 'DIFYSANDBOX_POOL_SIZE_PYTHON3': '1',
-                               'DIFYSANDBOX_POOL_SIZE_NODEJS': '0', 'DIFYSANDBOX_POOL_PRELOAD_PYTHON3': ''}
+        server = start_server(env={'DIFYSANDBOX_RUNTIME_DIR': str(rt.path)})
         try:
             r = server.run(code)
             body = r.json()

@@ -13,6 +13,7 @@ REPORT = os.path.join(TOP, "docs", "hardening.md")
 # The unit as docs/hardening.md names it, and the unit systemd-analyze is asked about.
 UNITS = {
     "difysandbox@.service": "difysandbox@x.service",
+    "difysandbox-runner.service": "difysandbox-runner.service",
     "difysandbox-manager.service": "difysandbox-manager.service",
 }
 

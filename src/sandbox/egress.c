@@ -470,6 +470,17 @@ static int upstream_parse(const char *url, Upstream *ret) {
         return 0;
 }
 
+int egress_proxy_url_check(const char *url) {
+        Upstream u;
+        int r;
+
+        r = upstream_parse(url, &u);
+        if (r < 0)
+                return r;
+        upstream_done(&u);
+        return 0;
+}
+
 static char **strv_free(char **l) {
         for (char **s = l; s && *s; s++)
                 free(*s);

@@ -38,24 +38,24 @@
 #define NUMBER_TEXT_MAX 64 /* "18446744073709551615us", "5124095576h1m5s551615us": well below */
 
 typedef enum KeyType {
-        KEY_SECTION,       /* a mapping of more keys: app, proxy */
-        KEY_STRING,        /* text, may be empty */
-        KEY_SECRET,        /* text, not empty; config_format() prints <set> */
-        KEY_PATH,          /* an absolute path */
-        KEY_INTERPRETER,   /* an executable file on the host (check_interpreter()); empty: the default */
-        KEY_PROXY,         /* a proxy URL as egress_proxy_url_check() takes it, or empty */
-        KEY_PORT,          /* 1..65535 */
-        KEY_UINT32,        /* min..max */
-        KEY_UID,           /* 1..4294967294: never 0, never (uid_t) -1 */
-        KEY_BOOL,          /* parse_boolean() */
-        KEY_SIZE,          /* parse_size(): bytes, K/M/G/T */
-        KEY_DURATION,      /* parse_duration(): seconds, "2.5", "500ms" */
-        KEY_GO_DURATION,   /* Go's time.ParseDuration(): "30m", "1h30m"; empty means the default */
-        KEY_PERCENT,       /* "150%", or a plain number of percent; 1..100000 */
-        KEY_SYSCALLS,      /* a list of syscall names or numbers (of this architecture) */
-        KEY_STRING_LIST,   /* a list of strings, checked and then dropped */
-        KEY_ENV_NAMES,     /* a list of environment variable names */
-        KEY_EGRESS_RULES,  /* a list of egress rules (egress_rule_parse()) */
+        KEY_SECTION,      /* a mapping of more keys: app, proxy */
+        KEY_STRING,       /* text, may be empty */
+        KEY_SECRET,       /* text, not empty; config_format() prints <set> */
+        KEY_PATH,         /* an absolute path */
+        KEY_INTERPRETER,  /* an executable file on the host (check_interpreter()); empty: the default */
+        KEY_PROXY,        /* a proxy URL as egress_proxy_url_check() takes it, or empty */
+        KEY_PORT,         /* 1..65535 */
+        KEY_UINT32,       /* min..max */
+        KEY_UID,          /* 1..4294967294: never 0, never (uid_t) -1 */
+        KEY_BOOL,         /* parse_boolean() */
+        KEY_SIZE,         /* parse_size(): bytes, K/M/G/T */
+        KEY_DURATION,     /* parse_duration(): seconds, "2.5", "500ms" */
+        KEY_GO_DURATION,  /* Go's time.ParseDuration(): "30m", "1h30m"; empty means the default */
+        KEY_PERCENT,      /* "150%", or a plain number of percent; 1..100000 */
+        KEY_SYSCALLS,     /* a list of syscall names or numbers (of this architecture) */
+        KEY_STRING_LIST,  /* a list of strings, checked and then dropped */
+        KEY_ENV_NAMES,    /* a list of environment variable names */
+        KEY_EGRESS_RULES, /* a list of egress rules (egress_rule_parse()) */
 } KeyType;
 
 typedef struct KeyDef {

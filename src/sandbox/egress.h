@@ -37,7 +37,8 @@ EgressRelay *egress_stop(EgressRelay *relay);
  * reports each one as a byte on a pipe and stops counting when it is full. */
 unsigned egress_denials(const EgressRelay *relay);
 
-/* Whether url is a proxy the relay can chain to (proxy.http, proxy.https, proxy.socks5; difysandbox.conf(5)):
- * 0 (also for ""), -EPROTONOSUPPORT for another scheme or a socks5 proxy with a user, -EINVAL when it does
- * not parse as SCHEME://HOST[:PORT], -ENOMEM. config-file.c refuses such values at load time. */
+/* Whether url is a proxy the relay can chain to (proxy.http, proxy.https, proxy.socks5;
+ * difysandbox.conf(5)): 0 (also for ""), -EPROTONOSUPPORT for another scheme or a socks5 proxy with a user,
+ * -EINVAL when it does not parse as SCHEME://HOST[:PORT], -ENOMEM. config-file.c refuses such values at load
+ * time. */
 int egress_proxy_url_check(const char *url);

@@ -329,7 +329,8 @@ static void test_dropin_error_names_dropin(void **state) {
 
 static void test_env_overrides_win(void **state) {
         TestDir *d = *state;
-        char *main_file = write_file(d->path, "config.yaml", upstream_yaml, d->path, d->path, NR_READ, NR_WRITE);
+        char *main_file =
+                write_file(d->path, "config.yaml", upstream_yaml, d->path, d->path, NR_READ, NR_WRITE);
         char *dropins = make_dir(d->path, "config.d");
         char *dropin = write_file(dropins, "10-x.yaml", "max_workers: 6\nmemory_max: 2G\n");
         char *python_env, *node_env;
@@ -492,8 +493,7 @@ static void test_file_rejections(void **state) {
                   ":1: worker_timeout: '-1': expected a duration in seconds (e.g. 5, 2.5, 500ms)" },
                 { "worker_timeout: 0\n", ":1: worker_timeout: '0': must be at least 1ms" },
                 { "max_requests: 0\n", ":1: max_requests: '0': must be at least 1" },
-                { "max_requests: 99999999999\n",
-                  ":1: max_requests: '99999999999': must be at most 16384" },
+                { "max_requests: 99999999999\n", ":1: max_requests: '99999999999': must be at most 16384" },
                 { "memory_max: 1K\n", ":1: memory_max: '1K': must be at least 16M" },
                 { "memory_max: lots\n", ":1: memory_max: 'lots': expected a size in bytes (e.g. 512M, 2G)" },
                 { "cpu_quota: 0%\n", ":1: cpu_quota: '0%': must be between 1% and 100000%" },
@@ -585,7 +585,8 @@ static void test_bounds_and_names_refused(void **state) {
         } cases[] = {
                 { "max_workers: 30000\n", ":1: max_workers: '30000': must be at most 1024" },
                 { "max_requests: 4294967295\n", ":1: max_requests: '4294967295': must be at most 16384" },
-                { "worker_timeout: 4294967296\n", ":1: worker_timeout: '4294967296': must be at most 3600s" },
+                { "worker_timeout: 4294967296\n",
+                  ":1: worker_timeout: '4294967296': must be at most 3600s" },
                 { "worker_timeout: 99999999999999999999\n",
                   ":1: worker_timeout: '99999999999999999999': must be at most 3600s" },
                 { "python_deps_update_interval: 876001h\n",
@@ -600,17 +601,19 @@ static void test_bounds_and_names_refused(void **state) {
                 { "egress_max_connections: 5000\n",
                   ":1: egress_max_connections: '5000': must be at most 4096" },
                 { "egress_max_bytes: 2T\n", ":1: egress_max_bytes: '2T': must be at most 1T" },
-                { "egress_idle_timeout: 2h\n", ":1: egress_idle_timeout: '2h': expected a duration in seconds "
-                                               "(e.g. 5, 2.5, 500ms)" },
+                { "egress_idle_timeout: 2h\n",
+                  ":1: egress_idle_timeout: '2h': expected a duration in seconds "
+                  "(e.g. 5, 2.5, 500ms)" },
                 { "egress_idle_timeout: 3601\n", ":1: egress_idle_timeout: '3601': must be at most 3600s" },
                 { "max_workers: !custom 4\n", ":1: max_workers: '!custom': unknown YAML tag" },
                 { "allowed_syscalls: !list [read]\n", ":1: allowed_syscalls: '!list': unknown YAML tag" },
                 { "allowed_syscalls: [read, !x write]\n", ":1: allowed_syscalls: '!x': unknown YAML tag" },
                 { "!k max_workers: 4\n", ":1: '!k': unknown YAML tag" },
                 { "app:\n  port: ! 8194\n", ":2: app.port: '!': unknown YAML tag" },
-                { "python_path: /nonexistent/python3\n",
-                  ":1: python_path: '/nonexistent/python3': cannot use the interpreter: No such file or directory" },
-                { "nodejs_path: /etc/os-release\n", ":1: nodejs_path: '/etc/os-release': not an executable file" },
+                { "python_path: /nonexistent/python3\n", ":1: python_path: '/nonexistent/python3': cannot "
+                                                         "use the interpreter: No such file or directory" },
+                { "nodejs_path: /etc/os-release\n",
+                  ":1: nodejs_path: '/etc/os-release': not an executable file" },
                 { "nodejs_path: /usr/bin\n", ":1: nodejs_path: '/usr/bin': not an executable file" },
                 { "proxy:\n  http: x\n", ":2: proxy.http: 'x': unsupported proxy: expected "
                                          "http://[USER:PASSWORD@]HOST[:PORT], socks5://HOST[:PORT] or "
@@ -818,7 +821,8 @@ static char *format_to_string(const Config *cfg, bool show_secrets) {
 
 static void test_format_round_trip(void **state) {
         TestDir *d = *state;
-        char *main_file = write_file(d->path, "config.yaml", upstream_yaml, d->path, d->path, NR_READ, NR_WRITE);
+        char *main_file =
+                write_file(d->path, "config.yaml", upstream_yaml, d->path, d->path, NR_READ, NR_WRITE);
         char *env[] = {
                 "API_KEY=k'e\"y\\ with: # yaml ~ characters",
                 "PIP_MIRROR_URL=https://mirror.example/simple?a=1&b=[2]",

@@ -10,8 +10,9 @@
  * src/runtime/nodejs-proxy.js.
  *
  * The relay is the only part of src/sandbox that logs: one journal record per denial
- * (MESSAGE_ID=MESSAGE_EGRESS_DENIED_STR, the run ID, host, port, address and reason), written by the relay
- * process, which the worker cannot do while the run goes on. Nothing else here logs.
+ * (MESSAGE_ID=MESSAGE_EGRESS_DENIED_STR, the run ID, host, port, address and reason) for the first five
+ * denials of a run, then one record saying the rest are only counted (egress_denials()), written by the
+ * relay process, which the worker cannot do while the run goes on. Nothing else here logs.
  *
  * Only the worker calls this, one relay per run with network, and it stops the relay with the run. */
 

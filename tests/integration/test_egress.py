@@ -433,6 +433,28 @@ def test_denied_with_a_reason(internet, how, target, host, reason):
     assert internet.count() == before_inet
 
 
+def test_denial_logging_is_rate_limited(internet):
+    """Issue 12: one run logged 2,010 denials in 3.5 s. The first five are logged one by one, then one record
+    says the rest are only counted; every request is still refused."""
+    res = run_network(RAW_CLIENT + textwrap.dedent('''
+        statuses = [ask('CONNECT 10.0.0.%d:443 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' % (i + 1))['status']
+                    for i in range(40)]
+        print(json.dumps({'denied': statuses.count('HTTP/1.1 403 Forbidden')}))
+    '''))
+    assert result_json(res)['denied'] == 40, res.show()
+    if os.environ.get('JOURNAL_STREAM') and shutil.which('journalctl'):
+        time.sleep(2)
+        out = subprocess.run(['journalctl', '--no-pager', '-o', 'json', '--since', '-5min',
+                              f'DIFYSANDBOX_RUN_ID={res["id"]}'], capture_output=True, text=True).stdout
+        messages = [json.loads(line).get('MESSAGE', '') for line in out.splitlines()]
+    else:
+        messages = res.raw_stderr.splitlines()
+    denied = [m for m in messages if 'Egress denied for run ' in m]
+    summaries = [m for m in messages if 'further denials of this run are not logged' in m]
+    assert len(denied) == 5, f'{len(denied)} denial records' + res.show()
+    assert len(summaries) == 1 and 'Egress denied 6 times' in summaries[0], res.show()
+
+
 def test_https_to_a_denied_destination_fails_in_the_client(internet):
     data = result_json(run_network(textwrap.dedent(f'''
         import json, requests

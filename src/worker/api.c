@@ -633,7 +633,9 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
         if (r != 0)
                 return r < 0 ? r : 0;
 
-        language = language_from_string(p.language);
+        /* The JSON string may hold "\u0000": "python3\u0000x" is not python3. */
+        language =
+                strlen(p.language) == p.language_len ? language_from_string(p.language) : _LANGUAGE_INVALID;
         if (language < 0)
                 return reply_error(resp, 400, -400, "unsupported language");
         resp->facts.language = language_to_string(language);

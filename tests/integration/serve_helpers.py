@@ -87,6 +87,9 @@ class Server:
             path.write_text(yaml_config(self.config))
             self.args += ['--config', str(path)]
         self.env = {'PATH': os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}
+        # A private runtime tree (a test machine shared with others builds its own), if the run asks for one.
+        if os.environ.get('DIFYSANDBOX_RUNTIME_DIR'):
+            self.env['DIFYSANDBOX_RUNTIME_DIR'] = os.environ['DIFYSANDBOX_RUNTIME_DIR']
         self.env.update(env or {})
         self.proc = None
         self.effective = {}

@@ -72,21 +72,70 @@ print(sorted(os.listdir('/tmp')))
     assert third['result'] == 'ok' and third['stdout'] == '[]\n', third.show()
 
 
+# Waits, catching SIGUSR1, until the test has seen all the runs at once, then reports its UID.
+WAIT_FOR_GO = '''
+import json, os, signal, time
+go = []
+signal.signal(signal.SIGUSR1, lambda *_: go.append(1))
+end = time.time() + 100
+while not go and time.time() < end:
+    time.sleep(0.05)
+print(json.dumps({"uid": os.getuid(), "go": bool(go)}))
+'''
+
+
+def run_process_of(runner_pid):
+    """(host PID, UID) of the run under a `difysandbox run` once it is waiting for SIGUSR1, or None."""
+    todo, seen = [runner_pid], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        todo += children_of(pid)
+        try:
+            with open(f'/proc/{pid}/status') as f:
+                status = f.read()
+        except OSError:
+            continue
+        uid = int(status.split('\nUid:', 1)[1].split()[0])
+        caught = int(status.split('\nSigCgt:', 1)[1].split()[0], 16)
+        if UID_MIN <= uid <= UID_MAX and caught & (1 << (signal.SIGUSR1 - 1)):
+            return pid, uid
+    return None
+
+
 def test_uid_pool_gives_distinct_uids_to_20_concurrent_runs():
-    code = 'import os, time, json\nstart = time.time()\ntime.sleep(0.5)\n' \
-           'print(json.dumps({"uid": os.getuid(), "start": start, "end": time.time()}))'
-    procs = [start_snippet(code) for _ in range(20)]
+    """The 20 runs are seen alive at the same instant, each waiting for the test's signal, before any
+    may end: concurrency is established, not hoped for (this test once failed on a loaded machine when
+    sleeping runs did not overlap)."""
+    procs = [start_snippet(WAIT_FOR_GO, options=('--timeout', '120')) for _ in range(20)]
+    waiting = {}
+    try:
+        deadline = time.monotonic() + 120
+        while len(waiting) < 20 and time.monotonic() < deadline:
+            for i, p in enumerate(procs):
+                if i not in waiting and p.poll() is None:
+                    found = run_process_of(p.pid)
+                    if found:
+                        waiting[i] = found
+            time.sleep(0.1)
+        live_uids = sorted(uid for _, uid in waiting.values())
+    finally:
+        for i, p in enumerate(procs):
+            if i in waiting:
+                os.kill(waiting[i][0], signal.SIGUSR1)
     results = [finish_snippet(p) for p in procs]
     shown = ''.join(r.show() for r in results[:3])
+    assert len(waiting) == 20, f'only {len(waiting)} of 20 runs were ever waiting at once' + shown
+    # All 20 alive at once (none can end before its signal): 20 distinct UIDs of the pool.
+    assert len(set(live_uids)) == 20, f'UIDs handed out twice among 20 concurrent runs: {live_uids}'
+    assert all(UID_MIN <= u <= UID_MAX for u in live_uids), f'UIDs outside the pool: {live_uids}'
     inner = [clean_json(r) for r in results]
+    assert all(i['go'] for i in inner), 'a run ended without the signal' + shown
     uids = [r['uid'] for r in results]
     assert [i['uid'] for i in inner] == uids, 'the UID inside differs from the reported one' + shown
-    assert all(UID_MIN <= u <= UID_MAX for u in uids), f'UIDs outside the pool: {uids}'
-    assert len(set(uids)) == 20, f'UIDs handed out twice among 20 concurrent runs: {sorted(uids)}'
-    # At least some of them ran at the same time (on 2 cores, 20 runs of 0.5 s cannot all be serial).
-    latest_start = sorted(i['start'] for i in inner)[len(inner) // 2]
-    earliest_end = min(i['end'] for i in inner)
-    assert latest_start < earliest_end, 'the runs did not overlap: the test proves nothing' + shown
+    assert sorted(uids) == live_uids, (sorted(uids), live_uids)
 
 
 def test_task_limit_stops_a_thread_bomb(run):

@@ -737,6 +737,18 @@ static int request_parse(const uint8_t *head, size_t len, Request *ret, const ch
         return 0;
 }
 
+int egress_request_check(const uint8_t *head, size_t len) {
+        const char *reason = NULL;
+        Request req;
+        int r;
+
+        r = request_parse(head, len, &req, &reason);
+        if (r < 0)
+                return r;
+        request_done(&req);
+        return 0;
+}
+
 /* --------------------------------------------------------------------------------- logging */
 
 static void relay_log_denial(const Relay *relay, const char *host, uint16_t port, const char *address,

@@ -16,6 +16,9 @@
  *
  * Only the worker calls this, one relay per run with network, and it stops the relay with the run. */
 
+#include <stddef.h>
+#include <stdint.h>
+
 typedef struct Config Config;
 typedef struct EgressRelay EgressRelay;
 
@@ -43,3 +46,7 @@ unsigned egress_denials(const EgressRelay *relay);
  * -EINVAL when it does not parse as SCHEME://HOST[:PORT], -ENOMEM. config-file.c refuses such values at load
  * time. */
 int egress_proxy_url_check(const char *url);
+
+/* Parses a request head as the relay does (a CONNECT or an absolute-form plain request, len bytes up to and
+ * including its blank line): 0, or the -errno the relay answers with an error. For tests/fuzz. */
+int egress_request_check(const uint8_t *head, size_t len);

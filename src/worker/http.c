@@ -581,33 +581,37 @@ static void reload_if_stale(Http *h) {
 
 /* The request line did not come in time. A client that sent part of one gets a 400 in Dify's envelope,
  * written here since libmicrohttpd has no request to answer; one that sent nothing is closed. Not logged
- * above debug: a flood of such connections would flood the log too. */
-static void line_timeout(Http *h, struct MHD_Daemon *daemon) {
+ * above debug: a flood of such connections would flood the log too. Returns whether the connection is
+ * to be dropped. */
+static bool line_timeout(Http *h, struct MHD_Daemon *daemon) {
         _cleanup_(api_response_done) ApiResponse resp = { 0 };
         _cleanup_free_ char *head = NULL;
         int n;
 
         /* libmicrohttpd may have answered a malformed line itself and only not yet closed: then it is
-         * done, and nothing more is owed. */
+         * done, and nothing more is owed. Or the line came in this very instant: then it is served. */
         (void) MHD_run(daemon);
         if (connections_open(daemon) == 0)
-                return;
+                return true;
+        if (h->line_deadline == 0)
+                return false;
 
         log_debug("Dropping the connection from %s: no request line within %" PRIu64 " s", h->peer,
                   FIRST_LINE_USEC / USEC_PER_SEC);
         if (!h->line_bytes || api_error(400, -400, "request line not received in time", &resp) < 0)
-                return;
+                return true;
         n = asprintf(&head,
                      "HTTP/1.1 400 Bad Request\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
                      "Connection: close\r\n\r\n",
                      resp.content_type, resp.body_len);
         if (n < 0) {
                 head = NULL;
-                return;
+                return true;
         }
         /* Best effort on a client that is being dropped: a short write loses only the answer. */
         (void) !send(h->fd, head, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void) !send(h->fd, resp.body, resp.body_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        return true;
 }
 
 /* Drives libmicrohttpd until the connection is closed or a limit drops it. */
@@ -615,10 +619,8 @@ static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_m
         while (connections_open(daemon) > 0) {
                 uint64_t now = now_usec(), limit;
 
-                if (h->line_deadline > 0 && now >= h->line_deadline) {
-                        line_timeout(h, daemon);
+                if (h->line_deadline > 0 && now >= h->line_deadline && line_timeout(h, daemon))
                         return 0;
-                }
 
                 if (h->phase == PHASE_IDLE) {
                         /* Wait for the next request ourselves, to see its first byte. SIGTERM and SIGINT

@@ -2074,3 +2074,13 @@ unsigned egress_denials(const EgressRelay *relay) {
                 return 0;
         return (unsigned) n;
 }
+
+uint64_t egress_cpu_usec(const EgressRelay *relay) {
+        struct timespec ts;
+        clockid_t clock;
+
+        /* The relay is our child and not reaped before egress_stop(), so its PID is still its own. */
+        if (!relay || clock_getcpuclockid(relay->pid, &clock) != 0 || clock_gettime(clock, &ts) < 0)
+                return 0;
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}

@@ -37,6 +37,11 @@ int egress_start(const Config *cfg, int listener_fd, const char *run_id, EgressR
  * still relayed end with it. NULL-safe, returns NULL. */
 EgressRelay *egress_stop(EgressRelay *relay);
 
+/* CPU time the relay has used so far, all its threads, in microseconds; 0 when it cannot be read. The
+ * relay serves only its run, so run.c charges this to the run's CPU time (it cannot join the run's scope:
+ * the runs' slice denies IP traffic, which the relay exists to carry). */
+uint64_t egress_cpu_usec(const EgressRelay *relay);
+
 /* Denials so far (requests the policy refused with 403), for the run's record. At most 65536: the relay
  * reports each one as a byte on a pipe and stops counting when it is full. */
 unsigned egress_denials(const EgressRelay *relay);

@@ -11,7 +11,7 @@ BUILD_PACKAGES=(gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libjs
                 libyaml-dev libmicrohttpd-dev libcmocka-dev scdoc)
 RUNTIME_PACKAGES=(python3 python3-requests python3-httpx python3-jinja2 python3-socks python3-numpy
                   python3-pandas nodejs python3-pip npm)
-TEST_PACKAGES=(python3-pytest procps util-linux iproute2 systemd-container dbus python3-matplotlib nginx man-db
+TEST_PACKAGES=(clang python3-pytest procps util-linux iproute2 systemd-container dbus python3-matplotlib nginx man-db
                python3-dbus python3-gi debhelper dpkg-dev fakeroot lintian rpm rpmlint debootstrap)
 
 step() { printf '==> %s\n' "$*"; }

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "parse.h"
 #include "sandbox/egress-policy.h"
+#include "sandbox/egress.h"
 #include "sandbox/seccomp-policy.h"
 
 #define CONFIG_FILE_SIZE_MAX (UINT64_C(1) << 20) /* a larger config file is a mistake, not a config */
@@ -37,24 +38,25 @@
 #define NUMBER_TEXT_MAX 64 /* "18446744073709551615us", "5124095576h1m5s551615us": well below */
 
 typedef enum KeyType {
-        KEY_SECTION,       /* a mapping of more keys: app, proxy */
-        KEY_STRING,        /* text, may be empty */
-        KEY_SECRET,        /* text, not empty; config_format() prints <set> */
-        KEY_PATH,          /* an absolute path */
-        KEY_UPSTREAM_PATH, /* an absolute path; empty means the built-in default, as upstream */
-        KEY_PORT,          /* 1..65535 */
-        KEY_UINT32,        /* min..UINT32_MAX */
-        KEY_UID,           /* 1..4294967294: never 0, never (uid_t) -1 */
-        KEY_BOOL,          /* parse_boolean() */
-        KEY_SIZE,          /* parse_size(): bytes, K/M/G/T */
-        KEY_DURATION,      /* parse_duration(): seconds, "2.5", "500ms" */
-        KEY_GO_DURATION,   /* Go's time.ParseDuration(): "30m", "1h30m"; empty means the default */
-        KEY_PERCENT,       /* "150%", or a plain number of percent; 1..100000 */
-        KEY_SYSCALLS,      /* a list of syscall names or numbers (of this architecture) */
-        KEY_STRING_LIST,   /* a list of strings, checked and then dropped */
-        KEY_ENV_NAMES,     /* a list of environment variable names */
-        KEY_EGRESS_RULES,  /* a list of egress rules (egress_rule_parse()) */
-        KEY_MODULES,       /* a list of module names a prepared interpreter imports */
+        KEY_SECTION,      /* a mapping of more keys: app, proxy */
+        KEY_STRING,       /* text, may be empty */
+        KEY_SECRET,       /* text, not empty; config_format() prints <set> */
+        KEY_PATH,         /* an absolute path */
+        KEY_INTERPRETER,  /* an executable file on the host (check_interpreter()); empty: the default */
+        KEY_PROXY,        /* a proxy URL as egress_proxy_url_check() takes it, or empty */
+        KEY_PORT,         /* 1..65535 */
+        KEY_UINT32,       /* min..max */
+        KEY_UID,          /* 1..4294967294: never 0, never (uid_t) -1 */
+        KEY_BOOL,         /* parse_boolean() */
+        KEY_SIZE,         /* parse_size(): bytes, K/M/G/T */
+        KEY_DURATION,     /* parse_duration(): seconds, "2.5", "500ms" */
+        KEY_GO_DURATION,  /* Go's time.ParseDuration(): "30m", "1h30m"; empty means the default */
+        KEY_PERCENT,      /* "150%", or a plain number of percent; 1..100000 */
+        KEY_SYSCALLS,     /* a list of syscall names or numbers (of this architecture) */
+        KEY_STRING_LIST,  /* a list of strings, checked and then dropped */
+        KEY_ENV_NAMES,    /* a list of environment variable names */
+        KEY_EGRESS_RULES, /* a list of egress rules (egress_rule_parse()) */
+        KEY_MODULES,      /* a list of module names a prepared interpreter imports */
 } KeyType;
 
 typedef struct KeyDef {
@@ -62,81 +64,96 @@ typedef struct KeyDef {
         KeyType type;
         size_t offset; /* of the field in Config */
         uint64_t min;  /* for numbers, sizes and durations */
+        uint64_t max;  /* the same; 0: the type's own bound (ports, UIDs, percent) */
 } KeyDef;
 
 #define F(field) offsetof(Config, field)
+#define KiB UINT64_C(1024)
+#define MiB (KiB << 10)
+#define GiB (MiB << 10)
+#define TiB (GiB << 10)
+#define HOUR_USEC (3600 * USEC_PER_SEC)
 
 /* Every key a config file may hold, in the order config_format() prints them. The upstream keys come first
- * and mean what they mean in langgenius/dify-sandbox's config.yaml (DESIGN §1). */
+ * and mean what they mean in langgenius/dify-sandbox's config.yaml (DESIGN §1). Every number has an upper
+ * bound (difysandbox.conf(5) says each, and why where it is not obvious): a value beyond it is a mistake
+ * that would otherwise show only at run time (max_workers: 30000 once made every run fail). */
 /* clang-format off */
 static const KeyDef keys[] = {
-        /* name                          type               field                     min */
-        { "app",                         KEY_SECTION,       0,                        0 },
-        { "app.port",                    KEY_PORT,          F(port),                  1 },
-        { "app.debug",                   KEY_BOOL,          F(debug),                 0 },
-        { "app.key",                     KEY_SECRET,        F(api_key),               0 },
-        /* upstream hangs on max_workers: 0; we refuse it */
-        { "max_workers",                 KEY_UINT32,        F(max_workers),           1 },
-        { "max_requests",                KEY_UINT32,        F(max_requests),          1 },
-        { "worker_timeout",              KEY_DURATION,      F(worker_timeout_usec),   USEC_PER_MSEC },
-        { "python_path",                 KEY_UPSTREAM_PATH, F(python_path),           0 },
+        /* name                          type               field                     min, max */
+        { "app",                         KEY_SECTION,       0,                        0, 0 },
+        { "app.port",                    KEY_PORT,          F(port),                  1, 0 },
+        { "app.debug",                   KEY_BOOL,          F(debug),                 0, 0 },
+        { "app.key",                     KEY_SECRET,        F(api_key),               0, 0 },
+        /* upstream hangs on max_workers: 0; we refuse it. A run holds a UID: the default pool has 1000 */
+        { "max_workers",                 KEY_UINT32,        F(max_workers),           1, 1024 },
+        /* every request in flight is a connection and a worker process */
+        { "max_requests",                KEY_UINT32,        F(max_requests),          1, 16384 },
+        { "worker_timeout",              KEY_DURATION,      F(worker_timeout_usec),   USEC_PER_MSEC,
+                                                                                      HOUR_USEC },
+        { "python_path",                 KEY_INTERPRETER,   F(python_path),           0, 0 },
         /* accepted and checked, not kept: the runtime tree decides what runs see */
-        { "python_lib_path",             KEY_STRING_LIST,   0,                        0 },
-        { "python_pip_mirror_url",       KEY_STRING,        F(python_pip_mirror_url), 0 },
+        { "python_lib_path",             KEY_STRING_LIST,   0,                        0, 0 },
+        { "python_pip_mirror_url",       KEY_STRING,        F(python_pip_mirror_url), 0, 0 },
         { "python_deps_update_interval", KEY_GO_DURATION,   F(python_deps_update_interval_usec),
-                                                                                      USEC_PER_SEC },
-        { "nodejs_path",                 KEY_UPSTREAM_PATH, F(nodejs_path),           0 },
-        { "enable_network",              KEY_BOOL,          F(enable_network),        0 },
-        { "enable_preload",              KEY_BOOL,          F(enable_preload),        0 },
-        { "allowed_syscalls",            KEY_SYSCALLS,      F(allowed_syscalls),      0 },
-        { "proxy",                       KEY_SECTION,       0,                        0 },
-        { "proxy.socks5",                KEY_STRING,        F(proxy_socks5),          0 },
-        { "proxy.http",                  KEY_STRING,        F(proxy_http),            0 },
-        { "proxy.https",                 KEY_STRING,        F(proxy_https),           0 },
-        { "proxy.no_proxy",              KEY_STRING,        F(proxy_no_proxy),        0 },
+                                                                         USEC_PER_SEC, 876000 * HOUR_USEC },
+        { "nodejs_path",                 KEY_INTERPRETER,   F(nodejs_path),           0, 0 },
+        { "enable_network",              KEY_BOOL,          F(enable_network),        0, 0 },
+        { "enable_preload",              KEY_BOOL,          F(enable_preload),        0, 0 },
+        { "allowed_syscalls",            KEY_SYSCALLS,      F(allowed_syscalls),      0, 0 },
+        { "proxy",                       KEY_SECTION,       0,                        0, 0 },
+        { "proxy.socks5",                KEY_PROXY,         F(proxy_socks5),          0, 0 },
+        { "proxy.http",                  KEY_PROXY,         F(proxy_http),            0, 0 },
+        { "proxy.https",                 KEY_PROXY,         F(proxy_https),           0, 0 },
+        { "proxy.no_proxy",              KEY_STRING,        F(proxy_no_proxy),        0, 0 },
         /* kept and shown, unused: we log to journald */
-        { "log_path",                    KEY_STRING,        F(log_path),              0 },
+        { "log_path",                    KEY_STRING,        F(log_path),              0, 0 },
         /* variables of the service's environment that runs get too */
-        { "allowed_env_vars",            KEY_ENV_NAMES,     F(allowed_env_vars),      0 },
+        { "allowed_env_vars",            KEY_ENV_NAMES,     F(allowed_env_vars),      0, 0 },
         /* ours: difysandbox.conf(5) */
-        { "memory_max",                  KEY_SIZE,          F(memory_max),            UINT64_C(16) << 20 },
-        { "cpu_quota",                   KEY_PERCENT,       F(cpu_quota_percent),     1 },
-        { "cpu_time",                    KEY_DURATION,      F(cpu_time_usec),         USEC_PER_SEC },
-        { "tasks_max",                   KEY_UINT32,        F(tasks_max),             8 },
-        { "output_max",                  KEY_SIZE,          F(output_max),            UINT64_C(1) << 10 },
-        { "code_max",                    KEY_SIZE,          F(code_max),              1 },
+        { "memory_max",                  KEY_SIZE,          F(memory_max),            16 * MiB, 1 * TiB },
+        { "cpu_quota",                   KEY_PERCENT,       F(cpu_quota_percent),     1, 0 },
+        { "cpu_time",                    KEY_DURATION,      F(cpu_time_usec),         USEC_PER_SEC,
+                                                                                      24 * HOUR_USEC },
+        { "tasks_max",                   KEY_UINT32,        F(tasks_max),             8, 16384 },
+        /* kept in the worker's memory, twice (stdout, stderr), and again in the answer */
+        { "output_max",                  KEY_SIZE,          F(output_max),            1 * KiB, 256 * MiB },
+        { "code_max",                    KEY_SIZE,          F(code_max),              1, 64 * MiB },
         /* 0: no queue, a request that finds every worker busy gets 503 at once */
-        { "queue_timeout",               KEY_DURATION,      F(queue_timeout_usec),    0 },
-        { "tmp_size",                    KEY_SIZE,          F(tmp_size),              UINT64_C(1) << 20 },
-        { "open_files_max",              KEY_UINT32,        F(open_files_max),        32 },
-        { "prewarm",                     KEY_BOOL,          F(prewarm),               0 },
-        /* the runner's warm pool (src/runner/pool.h): prepared runs per language, and what they import */
-        { "pool_size",                   KEY_SECTION,       0,                        0 },
-        { "pool_size.python3",           KEY_UINT32,        F(pool_python3),          0 },
-        { "pool_size.nodejs",            KEY_UINT32,        F(pool_nodejs),           0 },
-        { "pool_preload",                KEY_SECTION,       0,                        0 },
-        { "pool_preload.python3",        KEY_MODULES,       F(preload_python3),       0 },
-        { "pool_preload.nodejs",         KEY_MODULES,       F(preload_nodejs),        0 },
+        { "queue_timeout",               KEY_DURATION,      F(queue_timeout_usec),    0, 1 * HOUR_USEC },
+        { "tmp_size",                    KEY_SIZE,          F(tmp_size),              1 * MiB, 1 * TiB },
+        /* the kernel's default fs.nr_open */
+        { "open_files_max",              KEY_UINT32,        F(open_files_max),        32, 1048576 },
+        { "prewarm",                     KEY_BOOL,          F(prewarm),               0, 0 },
+        /* the runner's warm pool (src/runner/pool.h): prepared runs per language, and what they import;
+         * each holds a UID and an interpreter's memory */
+        { "pool_size",                   KEY_SECTION,       0,                        0, 0 },
+        { "pool_size.python3",           KEY_UINT32,        F(pool_python3),          0, 64 },
+        { "pool_size.nodejs",            KEY_UINT32,        F(pool_nodejs),           0, 64 },
+        { "pool_preload",                KEY_SECTION,       0,                        0, 0 },
+        { "pool_preload.python3",        KEY_MODULES,       F(preload_python3),       0, 0 },
+        { "pool_preload.nodejs",         KEY_MODULES,       F(preload_nodejs),        0, 0 },
         /* privilege separation (DESIGN §2): where workers reach the runner, and who they run as */
-        { "runner_socket",               KEY_PATH,          F(runner_socket),         0 },
-        { "worker_user",                 KEY_STRING,        F(worker_user),           0 },
-        { "uid_min",                     KEY_UID,           F(uid_min),               1 },
-        { "uid_max",                     KEY_UID,           F(uid_max),               1 },
-        { "state_dir",                   KEY_PATH,          F(state_dir),             0 },
-        { "runtime_dir",                 KEY_PATH,          F(runtime_dir),           0 },
-        { "enter_library",               KEY_PATH,          F(enter_library),         0 },
+        { "runner_socket",               KEY_PATH,          F(runner_socket),         0, 0 },
+        { "worker_user",                 KEY_STRING,        F(worker_user),           0, 0 },
+        { "uid_min",                     KEY_UID,           F(uid_min),               1, 0 },
+        { "uid_max",                     KEY_UID,           F(uid_max),               1, 0 },
+        { "state_dir",                   KEY_PATH,          F(state_dir),             0, 0 },
+        { "runtime_dir",                 KEY_PATH,          F(runtime_dir),           0, 0 },
+        { "enter_library",               KEY_PATH,          F(enter_library),         0, 0 },
         /* dependency generations: src/manager */
-        { "python_requirements",         KEY_PATH,          F(python_requirements),   0 },
-        { "nodejs_packages",             KEY_PATH,          F(nodejs_packages),       0 },
-        { "npm_registry",                KEY_STRING,        F(npm_registry),          0 },
+        { "python_requirements",         KEY_PATH,          F(python_requirements),   0, 0 },
+        { "nodejs_packages",             KEY_PATH,          F(nodejs_packages),       0, 0 },
+        { "npm_registry",                KEY_STRING,        F(npm_registry),          0, 0 },
         /* the egress relay of runs with network: src/sandbox/egress.c */
-        { "egress_allow",                KEY_EGRESS_RULES,  F(egress_allow),          0 },
-        { "egress_deny",                 KEY_EGRESS_RULES,  F(egress_deny),           0 },
+        { "egress_allow",                KEY_EGRESS_RULES,  F(egress_allow),          0, 0 },
+        { "egress_deny",                 KEY_EGRESS_RULES,  F(egress_deny),           0, 0 },
+        /* each connection is two fds of the relay process */
         { "egress_max_connections",      KEY_UINT32,        F(egress_max_connections),
-                                                                                      1 },
-        { "egress_max_bytes",            KEY_SIZE,          F(egress_max_bytes),      UINT64_C(1) << 10 },
+                                                                                      1, 4096 },
+        { "egress_max_bytes",            KEY_SIZE,          F(egress_max_bytes),      1 * KiB, 1 * TiB },
         { "egress_idle_timeout",         KEY_DURATION,      F(egress_idle_timeout_usec),
-                                                                                      USEC_PER_SEC },
+                                                                         USEC_PER_SEC, HOUR_USEC },
 };
 
 typedef struct EnvOverride {
@@ -650,6 +667,40 @@ static int default_uint64(const KeyDef *def, uint64_t *ret) {
         return 0;
 }
 
+/* What an interpreter key names must be there: the runtime trees are built from it and the installer runs
+ * it. The built-in default is not checked: a host without Node.js is fine until a run asks for it. */
+static int check_interpreter(LoadContext *ctx, const KeyDef *def, const Scalar *v, const char *path) {
+        _cleanup_free_ char *fallback = NULL;
+        struct stat st;
+        int r;
+
+        r = default_string(def, &fallback);
+        if (r < 0)
+                return r;
+        if (streq(path, fallback))
+                return 0;
+        if (stat(path, &st) < 0)
+                return fail_value(ctx, def, v, "cannot use the interpreter: %s", strerror(errno));
+        if (!S_ISREG(st.st_mode) || access(path, X_OK) < 0)
+                return fail_value(ctx, def, v, "not an executable file");
+        return 0;
+}
+
+static int check_proxy(LoadContext *ctx, const KeyDef *def, const Scalar *v, const char *url) {
+        int r;
+
+        r = egress_proxy_url_check(url);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -EPROTONOSUPPORT)
+                return fail_value(ctx, def, v,
+                                  "unsupported proxy: expected http://[USER:PASSWORD@]HOST[:PORT], "
+                                  "socks5://HOST[:PORT] or socks5h://HOST[:PORT]");
+        if (r < 0)
+                return fail_value(ctx, def, v, "not a proxy URL: expected SCHEME://HOST[:PORT]");
+        return 0;
+}
+
 static int set_string(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
         char **field = key_field(ctx->cfg, def);
         const char *s = v->null ? "" : v->text;
@@ -658,15 +709,20 @@ static int set_string(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
 
         if (!string_is_clean(s, strlen(s)))
                 return fail_value(ctx, def, v, "must be valid UTF-8 without control characters");
-        if (def->type == KEY_UPSTREAM_PATH && s[0] == '\0') {
+        if (def->type == KEY_INTERPRETER && s[0] == '\0') {
                 r = default_string(def, &copy);
                 if (r < 0)
                         return r;
         } else {
                 if (def->type == KEY_SECRET && s[0] == '\0')
                         return fail_value(ctx, def, v, "must not be empty");
-                if ((def->type == KEY_PATH || def->type == KEY_UPSTREAM_PATH) && s[0] != '/')
+                if ((def->type == KEY_PATH || def->type == KEY_INTERPRETER) && s[0] != '/')
                         return fail_value(ctx, def, v, "must be an absolute path");
+                r = def->type == KEY_INTERPRETER ? check_interpreter(ctx, def, v, s)
+                    : def->type == KEY_PROXY     ? check_proxy(ctx, def, v, s)
+                                                 : 0;
+                if (r < 0)
+                        return r;
                 copy = strdup(s);
                 if (!copy)
                         return -ENOMEM;
@@ -676,8 +732,56 @@ static int set_string(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
         return 0;
 }
 
+/* Integers: ports, UIDs and the KEY_UINT32 keys, within def->min and their bound. */
+static int set_integer(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
+        void *field = key_field(ctx->cfg, def);
+        uint64_t max = def->max;
+        uint32_t u32;
+        int r;
+
+        if (def->type == KEY_PORT)
+                max = UINT16_MAX;
+        else if (def->type == KEY_UID)
+                max = UINT32_MAX - 1; /* (uid_t) -1 is "no change" to setresuid() */
+        assert(max > 0);
+
+        r = parse_uint32(v->text, &u32);
+        if (r == -EINVAL)
+                return fail_value(ctx, def, v, "expected an integer");
+        if (def->type != KEY_UINT32 && (r < 0 || u32 < def->min || u32 > max))
+                return fail_value(ctx, def, v, "must be between %" PRIu64 " and %" PRIu64, def->min, max);
+        if (r < 0 || u32 > max)
+                return fail_value(ctx, def, v, "must be at most %" PRIu64, max);
+        if (u32 < def->min)
+                return fail_value(ctx, def, v, "must be at least %" PRIu64, def->min);
+        if (def->type == KEY_PORT)
+                *(uint16_t *) field = (uint16_t) u32;
+        else
+                *(uint32_t *) field = u32;
+        return 0;
+}
+
+/* Sizes and durations, once parsed: within def->min and def->max, said in the key's own units. */
+static int set_bounded(LoadContext *ctx, const KeyDef *def, const Scalar *v, uint64_t u64) {
+        char min_text[NUMBER_TEXT_MAX], max_text[NUMBER_TEXT_MAX];
+
+        assert(def->max > 0);
+        if (def->type == KEY_SIZE) {
+                format_size(def->min, min_text);
+                format_size(def->max, max_text);
+        } else {
+                format_duration(def->min, /* with_unit= */ true, min_text);
+                format_duration(def->max, /* with_unit= */ true, max_text);
+        }
+        if (u64 < def->min)
+                return fail_value(ctx, def, v, "must be at least %s", min_text);
+        if (u64 > def->max)
+                return fail_value(ctx, def, v, "must be at most %s", max_text);
+        *(uint64_t *) key_field(ctx->cfg, def) = u64;
+        return 0;
+}
+
 static int set_number(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
-        char min_text[NUMBER_TEXT_MAX];
         void *field = key_field(ctx->cfg, def);
         uint64_t u64;
         uint32_t u32;
@@ -688,30 +792,8 @@ static int set_number(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
 
         case KEY_PORT:
         case KEY_UINT32:
-        case KEY_UID: {
-                uint32_t max = UINT32_MAX;
-
-                if (def->type == KEY_PORT)
-                        max = UINT16_MAX;
-                else if (def->type == KEY_UID)
-                        max = UINT32_MAX - 1; /* (uid_t) -1 is "no change" to setresuid() */
-
-                r = parse_uint32(v->text, &u32);
-                if (r == -EINVAL)
-                        return fail_value(ctx, def, v, "expected an integer");
-                if (max < UINT32_MAX && (r < 0 || u32 < def->min || u32 > max))
-                        return fail_value(ctx, def, v, "must be between %" PRIu64 " and %" PRIu32, def->min,
-                                          max);
-                if (r < 0)
-                        return fail_value(ctx, def, v, "must be at most %" PRIu32, max);
-                if (u32 < def->min)
-                        return fail_value(ctx, def, v, "must be at least %" PRIu64, def->min);
-                if (def->type == KEY_PORT)
-                        *(uint16_t *) field = (uint16_t) u32;
-                else
-                        *(uint32_t *) field = u32;
-                return 0;
-        }
+        case KEY_UID:
+                return set_integer(ctx, def, v);
 
         case KEY_BOOL:
                 if (parse_boolean(v->text, &b) < 0)
@@ -722,27 +804,19 @@ static int set_number(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
         case KEY_SIZE:
                 r = parse_size(v->text, &u64);
                 if (r == -ERANGE)
-                        return fail_value(ctx, def, v, "too large");
-                if (r < 0)
+                        u64 = UINT64_MAX; /* said as "must be at most" */
+                else if (r < 0)
                         return fail_value(ctx, def, v, "expected a size in bytes (e.g. 512M, 2G)");
-                format_size(def->min, min_text);
-                if (u64 < def->min)
-                        return fail_value(ctx, def, v, "must be at least %s", min_text);
-                *(uint64_t *) field = u64;
-                return 0;
+                return set_bounded(ctx, def, v, u64);
 
         case KEY_DURATION:
                 r = parse_duration(v->text, &u64);
                 if (r == -ERANGE)
-                        return fail_value(ctx, def, v, "too large");
-                if (r < 0)
+                        u64 = UINT64_MAX;
+                else if (r < 0)
                         return fail_value(ctx, def, v,
                                           "expected a duration in seconds (e.g. 5, 2.5, 500ms)");
-                format_duration(def->min, /* with_unit= */ true, min_text);
-                if (u64 < def->min)
-                        return fail_value(ctx, def, v, "must be at least %s", min_text);
-                *(uint64_t *) field = u64;
-                return 0;
+                return set_bounded(ctx, def, v, u64);
 
         case KEY_GO_DURATION:
                 if (v->null || v->len == 0) { /* upstream: empty means its default of 30m */
@@ -756,14 +830,10 @@ static int set_number(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
                 if (r == -ENOMEM)
                         return r;
                 if (r == -ERANGE)
-                        return fail_value(ctx, def, v, "too large");
-                if (r < 0)
+                        u64 = UINT64_MAX;
+                else if (r < 0)
                         return fail_value(ctx, def, v, "expected a Go duration (e.g. 30m, 1h30m, 90s)");
-                format_duration(def->min, /* with_unit= */ true, min_text);
-                if (u64 < def->min)
-                        return fail_value(ctx, def, v, "must be at least %s", min_text);
-                *(uint64_t *) field = u64;
-                return 0;
+                return set_bounded(ctx, def, v, u64);
 
         case KEY_PERCENT:
                 r = parse_percent(v->text, &u32);
@@ -973,7 +1043,8 @@ static int set_scalar(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
         case KEY_STRING:
         case KEY_SECRET:
         case KEY_PATH:
-        case KEY_UPSTREAM_PATH:
+        case KEY_INTERPRETER:
+        case KEY_PROXY:
                 r = set_string(ctx, def, v);
                 break;
         default:
@@ -1044,12 +1115,48 @@ static int fail_yaml(LoadContext *ctx, const yaml_parser_t *p) {
                             NULL, 0, "malformed YAML: %s", p->problem ? p->problem : "error");
 }
 
-static int next_event(LoadContext *ctx, yaml_parser_t *p, yaml_event_t *ret) {
+/* The explicit tag of a node event, or NULL. */
+static const char *event_tag(const yaml_event_t *e) {
+        switch (e->type) {
+        case YAML_SCALAR_EVENT:
+                return (const char *) e->data.scalar.tag;
+        case YAML_SEQUENCE_START_EVENT:
+                return (const char *) e->data.sequence_start.tag;
+        case YAML_MAPPING_START_EVENT:
+                return (const char *) e->data.mapping_start.tag;
+        default:
+                return NULL;
+        }
+}
+
+/* YAML's core schema tags (!!str, !!int, ...) say what every key's type says anyway. Any other tag
+ * (!custom) asks for a meaning this loader does not give, so it is refused rather than ignored. */
+static bool tag_is_known(const char *tag) {
+        static const char *const known[] = {
+                "tag:yaml.org,2002:bool", "tag:yaml.org,2002:float", "tag:yaml.org,2002:int",
+                "tag:yaml.org,2002:map",  "tag:yaml.org,2002:null",  "tag:yaml.org,2002:seq",
+                "tag:yaml.org,2002:str",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(known); i++)
+                if (streq(tag, known[i]))
+                        return true;
+        return false;
+}
+
+/* The next event; key is what a refused tag is reported against (the key whose value is read), or NULL. */
+static int next_event(LoadContext *ctx, yaml_parser_t *p, const char *key, yaml_event_t *ret) {
+        const char *tag;
+
         if (!yaml_parser_parse(p, ret))
                 return fail_yaml(ctx, p);
         if (ret->type == YAML_ALIAS_EVENT)
                 return fail_key(ctx, (unsigned) ret->start_mark.line + 1, NULL,
                                 "YAML aliases are not supported");
+        tag = event_tag(ret);
+        if (tag && !tag_is_known(tag))
+                return config_error(ctx->reterr, -EINVAL, ctx->where, (unsigned) ret->start_mark.line + 1,
+                                    key, tag, strlen(tag), "unknown YAML tag");
         return 0;
 }
 
@@ -1091,7 +1198,7 @@ static int walk_list(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
         for (;;) {
                 _cleanup_(yaml_event_deletep) yaml_event_t e = { 0 };
 
-                r = next_event(ctx, p, &e);
+                r = next_event(ctx, p, def->name, &e);
                 if (r < 0)
                         return r;
                 if (e.type == YAML_SEQUENCE_END_EVENT)
@@ -1129,7 +1236,7 @@ static int walk_value(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
                        def->type == KEY_MODULES;
         int r;
 
-        r = next_event(ctx, p, &e);
+        r = next_event(ctx, p, def->name, &e);
         if (r < 0)
                 return r;
 
@@ -1181,7 +1288,7 @@ static int walk_mapping(LoadContext *ctx, yaml_parser_t *p, const char *prefix) 
                 const KeyDef *def;
                 Scalar key;
 
-                r = next_event(ctx, p, &e);
+                r = next_event(ctx, p, prefix, &e);
                 if (r < 0)
                         return r;
                 if (e.type == YAML_MAPPING_END_EVENT)
@@ -1221,16 +1328,16 @@ static int walk_stream(LoadContext *ctx, yaml_parser_t *p) {
                                                    end = { 0 };
         int r;
 
-        r = next_event(ctx, p, &stream);
+        r = next_event(ctx, p, NULL, &stream);
         if (r < 0)
                 return r;
-        r = next_event(ctx, p, &doc);
+        r = next_event(ctx, p, NULL, &doc);
         if (r < 0)
                 return r;
         if (doc.type == YAML_STREAM_END_EVENT)
                 return 0; /* empty, or only comments */
 
-        r = next_event(ctx, p, &top);
+        r = next_event(ctx, p, NULL, &top);
         if (r < 0)
                 return r;
         if (top.type == YAML_MAPPING_START_EVENT) {
@@ -1251,10 +1358,10 @@ static int walk_stream(LoadContext *ctx, yaml_parser_t *p) {
         } else
                 return fail_key(ctx, event_line(&top), NULL, "expected a mapping of keys, got a list");
 
-        r = next_event(ctx, p, &doc_end);
+        r = next_event(ctx, p, NULL, &doc_end);
         if (r < 0)
                 return r;
-        r = next_event(ctx, p, &end);
+        r = next_event(ctx, p, NULL, &end);
         if (r < 0)
                 return r;
         if (end.type != YAML_STREAM_END_EVENT)
@@ -1478,7 +1585,8 @@ int config_format(const Config *cfg, FILE *f, bool show_secrets) {
                 switch (def->type) {
                 case KEY_STRING:
                 case KEY_PATH:
-                case KEY_UPSTREAM_PATH:
+                case KEY_INTERPRETER:
+                case KEY_PROXY:
                         fput_quoted(f, *(char *const *) field);
                         break;
                 case KEY_SECRET:

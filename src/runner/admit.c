@@ -206,57 +206,18 @@ static int flock_until(int fd, uint64_t deadline) {
         return r;
 }
 
-/* The worker slot files, each opened once for the whole wait. */
-typedef struct SlotFds {
-        int *fds;
-        unsigned n;
-} SlotFds;
-
-static void slot_fds_done(SlotFds *s) {
-        for (unsigned i = 0; s->fds && i < s->n; i++)
-                (void) safe_close(s->fds[i]);
-        free(s->fds);
-        *s = (SlotFds){ 0 };
-}
-
-static int slot_fds_open(int dir_fd, unsigned n, SlotFds *ret) {
-        ret->fds = calloc(n, sizeof(int));
-        if (!ret->fds)
-                return -ENOMEM;
-        ret->n = n;
-        for (unsigned i = 0; i < n; i++)
-                ret->fds[i] = -EBADF;
-        for (unsigned i = 0; i < n; i++) {
-                ret->fds[i] = slot_open(dir_fd, i);
-                if (ret->fds[i] < 0)
-                        return ret->fds[i];
-        }
-        return 0;
-}
-
-/* As the head of the queue: take the first worker slot that is or comes free before deadline. */
+/* As the head of the queue: take the first worker slot that is or comes free before deadline. Each round
+ * opens the slot files one at a time and keeps only the one it locks: a run holds O(1) files whatever
+ * max_workers is (holding all of them once made every run fail with EMFILE at max_workers 30000). */
 static int worker_slot_wait(Admit *admit, uint64_t deadline, int *ret_fd, unsigned *ret_slot) {
-        _cleanup_(slot_fds_done) SlotFds slots = { 0 };
-        int r;
-
-        r = slot_fds_open(admit->workers_fd, admit->max_workers, &slots);
-        if (r < 0)
-                return r;
-
         for (;;) {
                 struct timespec nap;
                 uint64_t now;
+                int r;
 
-                for (unsigned i = 0; i < slots.n; i++) {
-                        if (flock(slots.fds[i], LOCK_EX | LOCK_NB) < 0) {
-                                if (errno == EWOULDBLOCK)
-                                        continue;
-                                return -errno;
-                        }
-                        *ret_fd = TAKE_FD(slots.fds[i]);
-                        *ret_slot = i;
-                        return 0;
-                }
+                r = slot_take_any(admit->workers_fd, admit->max_workers, ret_fd, ret_slot);
+                if (r != -EBUSY)
+                        return r;
 
                 now = now_usec();
                 if (now >= deadline)

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -75,6 +76,9 @@
 #define RESOLVE_SIGNAL SIGUSR1
 #define SOCKS5_VERSION 5
 #define STATUS_LINE_SHOWN 120 /* bytes of an upstream proxy's status line quoted in a reason */
+/* Denials of one run logged one by one; after them one record says the rest are only counted (the run's
+ * record has them all, EGRESS_DENIALS). A run once logged 2,010 denials in 3.5 s. */
+#define DENIALS_LOGGED 5U
 
 struct EgressRelay {
         pid_t pid;
@@ -160,7 +164,8 @@ typedef struct Relay {
         bool accept_paused;
         Resolution **orphans; /* abandoned lookups glibc still runs */
         size_t n_orphans;
-        uint64_t bytes; /* relayed, both directions */
+        unsigned denials; /* so far, for the rate limit of their log records */
+        uint64_t bytes;   /* relayed, both directions */
         bool budget_spent;
         struct pollfd *pfds;
         size_t pfds_allocated;
@@ -470,6 +475,17 @@ static int upstream_parse(const char *url, Upstream *ret) {
         return 0;
 }
 
+int egress_proxy_url_check(const char *url) {
+        Upstream u;
+        int r;
+
+        r = upstream_parse(url, &u);
+        if (r < 0)
+                return r;
+        upstream_done(&u);
+        return 0;
+}
+
 static char **strv_free(char **l) {
         for (char **s = l; s && *s; s++)
                 free(*s);
@@ -721,6 +737,18 @@ static int request_parse(const uint8_t *head, size_t len, Request *ret, const ch
         return 0;
 }
 
+int egress_request_check(const uint8_t *head, size_t len) {
+        const char *reason = NULL;
+        Request req;
+        int r;
+
+        r = request_parse(head, len, &req, &reason);
+        if (r < 0)
+                return r;
+        request_done(&req);
+        return 0;
+}
+
 /* --------------------------------------------------------------------------------- logging */
 
 static void relay_log_denial(const Relay *relay, const char *host, uint16_t port, const char *address,
@@ -736,6 +764,21 @@ static void relay_log_denial(const Relay *relay, const char *host, uint16_t port
         else
                 (void) fprintf(stderr, "<%i>Egress denied for run %s: %s (%s): %s\n", LOG_WARNING,
                                relay->run_id, destination ?: host, address, reason);
+}
+
+/* Once, after DENIALS_LOGGED denials: the summary that stands for the rest. */
+static void relay_log_denials_suppressed(const Relay *relay) {
+        if (relay->journal)
+                (void) sd_journal_send(
+                        "MESSAGE=Egress denied %u times for run %s; further denials of this run "
+                        "are not logged, its run record counts them all (EGRESS_DENIALS)",
+                        relay->denials, relay->run_id, "PRIORITY=%i", LOG_WARNING, "DIFYSANDBOX_RUN_ID=%s",
+                        relay->run_id, NULL);
+        else
+                (void) fprintf(stderr,
+                               "<%i>Egress denied %u times for run %s; further denials of this run are not "
+                               "logged, its run record counts them all (EGRESS_DENIALS)\n",
+                               LOG_WARNING, relay->denials, relay->run_id);
 }
 
 static void relay_log_budget(const Relay *relay) {
@@ -878,7 +921,12 @@ conn_replyf(Relay *relay, Conn *c, unsigned status, uint64_t now, const char *fo
 static void conn_deny(Relay *relay, Conn *c, const char *address, const char *reason, uint64_t now) {
         static const uint8_t byte = 1;
 
-        relay_log_denial(relay, c->host, c->port, address, reason);
+        if (relay->denials < UINT_MAX)
+                relay->denials++;
+        if (relay->denials <= DENIALS_LOGGED)
+                relay_log_denial(relay, c->host, c->port, address, reason);
+        else if (relay->denials == DENIALS_LOGGED + 1)
+                relay_log_denials_suppressed(relay);
         (void) !write(relay->denial_fd, &byte, 1); /* a full pipe only loses the count */
         conn_reply(relay, c, 403, reason, now);
 }
@@ -2025,4 +2073,14 @@ unsigned egress_denials(const EgressRelay *relay) {
         if (!relay || ioctl(relay->denial_fd, FIONREAD, &n) < 0 || n < 0)
                 return 0;
         return (unsigned) n;
+}
+
+uint64_t egress_cpu_usec(const EgressRelay *relay) {
+        struct timespec ts;
+        clockid_t clock;
+
+        /* The relay is our child and not reaped before egress_stop(), so its PID is still its own. */
+        if (!relay || clock_getcpuclockid(relay->pid, &clock) != 0 || clock_gettime(clock, &ts) < 0)
+                return 0;
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }

@@ -10,10 +10,14 @@
  * src/runtime/nodejs-proxy.js.
  *
  * The relay is the only part of src/sandbox that logs: one journal record per denial
- * (MESSAGE_ID=MESSAGE_EGRESS_DENIED_STR, the run ID, host, port, address and reason), written by the relay
- * process, which the worker cannot do while the run goes on. Nothing else here logs.
+ * (MESSAGE_ID=MESSAGE_EGRESS_DENIED_STR, the run ID, host, port, address and reason) for the first five
+ * denials of a run, then one record saying the rest are only counted (egress_denials()), written by the
+ * relay process, which the worker cannot do while the run goes on. Nothing else here logs.
  *
  * Only the worker calls this, one relay per run with network, and it stops the relay with the run. */
+
+#include <stddef.h>
+#include <stdint.h>
 
 typedef struct Config Config;
 typedef struct EgressRelay EgressRelay;
@@ -33,6 +37,21 @@ int egress_start(const Config *cfg, int listener_fd, const char *run_id, EgressR
  * still relayed end with it. NULL-safe, returns NULL. */
 EgressRelay *egress_stop(EgressRelay *relay);
 
+/* CPU time the relay has used so far, all its threads, in microseconds; 0 when it cannot be read. The
+ * relay serves only its run, so run.c charges this to the run's CPU time (it cannot join the run's scope:
+ * the runs' slice denies IP traffic, which the relay exists to carry). */
+uint64_t egress_cpu_usec(const EgressRelay *relay);
+
 /* Denials so far (requests the policy refused with 403), for the run's record. At most 65536: the relay
  * reports each one as a byte on a pipe and stops counting when it is full. */
 unsigned egress_denials(const EgressRelay *relay);
+
+/* Whether url is a proxy the relay can chain to (proxy.http, proxy.https, proxy.socks5;
+ * difysandbox.conf(5)): 0 (also for ""), -EPROTONOSUPPORT for another scheme or a socks5 proxy with a user,
+ * -EINVAL when it does not parse as SCHEME://HOST[:PORT], -ENOMEM. config-file.c refuses such values at load
+ * time. */
+int egress_proxy_url_check(const char *url);
+
+/* Parses a request head as the relay does (a CONNECT or an absolute-form plain request, len bytes up to and
+ * including its blank line): 0, or the -errno the relay answers with an error. For tests/fuzz. */
+int egress_request_check(const uint8_t *head, size_t len);

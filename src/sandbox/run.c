@@ -836,6 +836,7 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
 
         /* Step 11: the relay, the cgroup, then the UID. */
         out.egress_denials = egress_denials(p->relay); /* 0 without network */
+        out.cpu_usec += egress_cpu_usec(p->relay); /* the relay serves this run only: its CPU is the run's */
         uint64_t p_start = p->start, t_uid = p->t_uid, t_cgroup = p->t_cgroup, t_clone = p->t_clone,
                  t_spawned = p->t_spawned, t_released = p->t_released;
         owned = prepared_run_free(TAKE_PTR(owned));

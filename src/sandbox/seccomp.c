@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,36 @@ DEFINE_POINTER_CLEANUP(SeccompProgram *, seccomp_program_free);
 #define CLONE_THREAD_MASK 0x7e030900ULL
 #define CLONE_THREAD_BITS 0x00010900ULL
 
+/* With network, the only sockets of the Internet families: TCP streams and UDP datagrams (protocol 0 or
+ * the explicit one), SOCK_NONBLOCK and SOCK_CLOEXEC allowed. Anything else of AF_INET/AF_INET6 (MPTCP,
+ * UDP-Lite, SCTP, raw and ICMP sockets) is left to the default action. The type is an int: bits above
+ * 32 are ignored by the kernel, so they are masked here too. */
+static int add_inet_socket_rules(scmp_filter_ctx ctx) {
+        static const int families[] = { AF_INET, AF_INET6 };
+        static const struct {
+                int type, protocol;
+        } allowed[] = {
+                { SOCK_STREAM, 0 },
+                { SOCK_STREAM, IPPROTO_TCP },
+                { SOCK_DGRAM, 0 },
+                { SOCK_DGRAM, IPPROTO_UDP },
+        };
+        const scmp_datum_t type_mask = UINT32_MAX & ~(scmp_datum_t) (SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int r;
+
+        for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
+                for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
+                        r = seccomp_rule_add(
+                                ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 3,
+                                SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t) families[f]),
+                                SCMP_A1(SCMP_CMP_MASKED_EQ, type_mask, (scmp_datum_t) allowed[i].type),
+                                SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t) allowed[i].protocol));
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
 static int add_socket_rules(scmp_filter_ctx ctx, bool network, bool netlink) {
         int r;
 
@@ -36,10 +67,7 @@ static int add_socket_rules(scmp_filter_ctx ctx, bool network, bool netlink) {
                  * wants the network gets a clean PermissionError, never a kill at start-up. */
                 return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 0);
 
-        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET));
-        if (r < 0)
-                return r;
-        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+        r = add_inet_socket_rules(ctx);
         if (r < 0)
                 return r;
         /* AF_UNIX reaches nothing useful and would let code talk to abstract sockets of the host's network

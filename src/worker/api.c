@@ -479,6 +479,26 @@ static int run_params_bind(json_object *body, RunParams *p, ApiResponse *resp) {
         return 0;
 }
 
+int api_run_body_check(const char *body, size_t len, ApiResponse *resp) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        ApiRequest req = { .method = "POST", .url = "/v1/sandbox/run", .body = body, .body_len = len };
+        RunParams p = { 0 };
+        const char *why;
+        int r;
+
+        r = json_parse_body(&req, &o, &why);
+        if (r == -EBADMSG)
+                return answered(reply_error(resp, 400, -400, why));
+        if (r < 0)
+                return r;
+        r = run_params_bind(o, &p, resp);
+        if (r != 0)
+                return r;
+        if (strlen(p.language) != p.language_len || language_from_string(p.language) < 0)
+                return answered(reply_error(resp, 400, -400, "unsupported language"));
+        return 0;
+}
+
 /* ---- /health ---- */
 
 static int api_handle_health(Api *api, const ApiRequest *req, ApiResponse *resp) {
@@ -636,7 +656,9 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
         if (r != 0)
                 return r < 0 ? r : 0;
 
-        language = language_from_string(p.language);
+        /* The JSON string may hold "\u0000": "python3\u0000x" is not python3. */
+        language =
+                strlen(p.language) == p.language_len ? language_from_string(p.language) : _LANGUAGE_INVALID;
         if (language < 0)
                 return reply_error(resp, 400, -400, "unsupported language");
         resp->facts.language = language_to_string(language);

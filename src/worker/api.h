@@ -62,6 +62,11 @@ int api_precheck(Api *api, const ApiRequest *req, ApiResponse *ret);
  * too), or -ENOMEM when not even an error envelope could be made. */
 int api_handle(Api *api, const ApiRequest *req, ApiResponse *ret);
 
+/* The body of a run (body_len bytes, NUL-terminated after them) parsed and bound as api_handle() does, up
+ * to its language: 0 when a run would be tried, 1 with *resp set to the 400 it gets, -ENOMEM. Runs
+ * nothing; for tests/fuzz. */
+int api_run_body_check(const char *body, size_t len, ApiResponse *resp);
+
 /* {"code":code,"message":message,"data":null} with HTTP status, for answers http.c decides (413). */
 int api_error(unsigned status, int code, const char *message, ApiResponse *ret);
 

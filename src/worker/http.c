@@ -8,7 +8,15 @@
  * to wake, so it is not needed.
  *
  * Limits, because the client may be hostile:
- *   - headers: MHD_OPTION_CONNECTION_MEMORY_LIMIT (64 KiB); beyond it libmicrohttpd answers 431 itself;
+ *   - the request line: it must be complete within 2 s of a connection's start, and of the first byte of
+ *     each later request (bytes a client sent after a request count from that request's answer); else the
+ *     connection ends, with a 400 if any byte came. A flood of connections that send nothing or part of a
+ *     line holds each worker 2 s, not the 30 s idle timeout;
+ *   - headers: 64 KiB, answered 431 in Dify's envelope; the URL 8 KiB (414). libmicrohttpd's own buffer
+ *     (MHD_OPTION_CONNECTION_MEMORY_LIMIT) is four times that: beyond it, and for what it refuses before
+ *     calling us (a malformed request line, an unsupported HTTP version), its own HTML answers remain;
+ *   - a request with two Content-Length headers, or Content-Length and Transfer-Encoding, is refused
+ *     (400): which length would count is how requests are smuggled past proxies;
  *   - body: api_body_max() (code_max + 64 KiB); beyond it 413 with the -400 envelope, before reading a
  *     byte when Content-Length says so. The body is then read and dropped after the answer (a lingering
  *     close, as Apache's lingering_close()), up to linger_max() bytes and LINGER_USEC: a client that
@@ -27,6 +35,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -35,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -55,6 +65,10 @@
 #define USEC_PER_SEC UINT64_C(1000000)
 #define USEC_PER_MSEC UINT64_C(1000)
 #define HEADERS_MAX (64U * 1024U)
+#define URL_MAX (8U * 1024U)
+#define MHD_MEMORY \
+        (4U * HEADERS_MAX) /* libmicrohttpd's buffer: room to refuse beyond our limits ourselves */
+#define FIRST_LINE_USEC (UINT64_C(2) * USEC_PER_SEC)
 #define IDLE_TIMEOUT_SEC 30U
 #define RECEIVE_TIMEOUT_USEC (UINT64_C(10) * USEC_PER_SEC)
 #define SEND_TIMEOUT_USEC (UINT64_C(60) * USEC_PER_SEC)
@@ -85,6 +99,8 @@ typedef struct Request {
         bool started;      /* the request line was seen (a record will be written) */
         bool headers_seen; /* the handler ran its first call */
         bool too_large;
+        bool chunked;          /* its body's framing is not counted: see Http.accounting */
+        uint64_t framed_bytes; /* request line, headers and Content-Length body */
         uint64_t start_usec;
         unsigned number; /* on this connection, from 1 */
         char method[16]; /* for the record; longer methods are cut, no route has one */
@@ -105,6 +121,12 @@ typedef struct Http {
         size_t body_max;
         Phase phase;
         uint64_t phase_start;
+        uint64_t line_deadline; /* CLOCK_MONOTONIC usec by which a request line must be in; 0: none */
+        bool line_bytes;        /* a byte of the awaited request line came (then a 400 is owed) */
+        /* Bytes that libmicrohttpd read for completed requests, to see bytes it read beyond them (the
+         * start of another request, or junk). Off for a Unix socket or after a chunked body. */
+        bool accounting;
+        uint64_t accounted;
         unsigned n_requests;
         Request req;
 } Http;
@@ -236,6 +258,7 @@ static void *request_started(void *cls, const char *uri, struct MHD_Connection *
         Http *h = cls;
 
         request_reset(&h->req);
+        h->line_deadline = 0; /* the request line is in */
         if (h->phase != PHASE_RECEIVING)
                 phase_enter(h, PHASE_RECEIVING);
         h->req.started = true;
@@ -245,12 +268,58 @@ static void *request_started(void *cls, const char *uri, struct MHD_Connection *
         return &h->req;
 }
 
+/* Bytes of the connection that its reader has taken from the socket: all received, minus those waiting. */
+static int socket_bytes_consumed(int fd, uint64_t *ret) {
+        struct tcp_info ti = { 0 };
+        socklen_t len = sizeof(ti);
+        int pending = 0;
+
+        if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+                return -errno;
+        if (len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
+                return -EOPNOTSUPP; /* a kernel before 4.1 */
+        if (ioctl(fd, FIONREAD, &pending) < 0)
+                return -errno;
+        if ((uint64_t) pending > ti.tcpi_bytes_received)
+                return -EAGAIN; /* bytes came between the two calls */
+        *ret = ti.tcpi_bytes_received - (uint64_t) pending;
+        return 0;
+}
+
+/* After a keep-alive answer: if libmicrohttpd read more than the requests so far (junk, or a pipelined
+ * request not yet whole), those bytes are a request line in the making, and its 2 s count from now. The
+ * loop would otherwise wait for new bytes, and see none until the idle timeout. */
+static void leftover_check(Http *h, const Request *rq) {
+        uint64_t consumed = 0;
+
+        if (rq->chunked)
+                h->accounting = false;
+        if (!h->accounting)
+                return;
+        h->accounted += rq->framed_bytes;
+        if (socket_bytes_consumed(h->fd, &consumed) < 0) {
+                h->accounting = false;
+                return;
+        }
+        if (consumed > h->accounted) {
+                h->line_deadline = now_usec() + FIRST_LINE_USEC;
+                h->line_bytes = true;
+                h->accounted = consumed; /* from here on, the next request is counted anew */
+        }
+}
+
 static void request_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
                               enum MHD_RequestTerminationCode toe) {
         Http *h = cls;
         Request *rq = *req_cls;
         const union MHD_ConnectionInfo *info;
         unsigned status = rq ? rq->resp.status : 0;
+        const char *conn_header;
+        bool closing;
+
+        /* A client that said it closes after this answer sends nothing more to check. */
+        conn_header = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION);
+        closing = conn_header && strcasestr(conn_header, "close");
 
         /* libmicrohttpd's own answers (431, 400 for a malformed request) are known only to it. */
         info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_HTTP_STATUS);
@@ -258,6 +327,8 @@ static void request_completed(void *cls, struct MHD_Connection *connection, void
                 status = info->http_status;
         if (rq && rq->started)
                 request_log(h, rq, status, toe);
+        if (rq && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !closing)
+                leftover_check(h, rq);
         if (rq)
                 request_reset(rq);
         *req_cls = NULL;
@@ -338,6 +409,49 @@ static ApiRequest api_request(struct MHD_Connection *connection, const char *url
         };
 }
 
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        unsigned *counts = cls;
+
+        if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+                counts[0]++;
+        else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+                counts[1]++;
+        return MHD_YES;
+}
+
+/* What libmicrohttpd lets through and we do not: headers or a URL beyond our limits, and a body length
+ * said twice. Returns 1 with rq->resp set to the answer, 0 to go on, -ENOMEM. Also records the bytes of
+ * the request's framing (see leftover_check()). */
+static int framing_check(Http *h, struct MHD_Connection *connection, const char *url, Request *rq) {
+        const union MHD_ConnectionInfo *info;
+        const char *length;
+        unsigned counts[2] = { 0, 0 }; /* Content-Length, Transfer-Encoding */
+        uint64_t n = 0;
+        int r = 0;
+
+        info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+        (void) MHD_get_connection_values(connection, MHD_HEADER_KIND, count_header, counts);
+        length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (length && parse_uint64(length, &n) < 0)
+                n = 0;
+        rq->chunked = counts[1] > 0;
+        rq->framed_bytes = (info ? info->header_size : 0) + n;
+        if (!info)
+                h->accounting = false;
+
+        if (info && info->header_size > HEADERS_MAX)
+                r = api_error(431, -400, "request headers too large", &rq->resp);
+        else if (strlen(url) > URL_MAX)
+                r = api_error(414, -400, "request URL too long", &rq->resp);
+        else if (counts[0] > 1)
+                r = api_error(400, -400, "more than one Content-Length header", &rq->resp);
+        else if (counts[0] > 0 && counts[1] > 0)
+                r = api_error(400, -400, "both Content-Length and Transfer-Encoding", &rq->resp);
+        else
+                return 0;
+        return r < 0 ? r : 1;
+}
+
 static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connection, const char *url,
                                       const char *method, const char *version, const char *upload_data,
                                       size_t *upload_data_size, void **req_cls) {
@@ -355,6 +469,12 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connecti
 
                 rq->headers_seen = true;
                 (void) snprintf(rq->method, sizeof(rq->method), "%s", method);
+
+                r = framing_check(h, connection, url, rq);
+                if (r < 0)
+                        return MHD_NO;
+                if (r > 0)
+                        return respond(h, connection, &rq->resp, /* close= */ true);
 
                 length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -519,16 +639,56 @@ static uint64_t linger_drain(int fd, uint64_t max_bytes) {
         return dropped;
 }
 
+/* The request line did not come in time. A client that sent part of one gets a 400 in Dify's envelope,
+ * written here since libmicrohttpd has no request to answer; one that sent nothing is closed. Not logged
+ * above debug: a flood of such connections would flood the log too. Returns whether the connection is
+ * to be dropped. */
+static bool line_timeout(Http *h, struct MHD_Daemon *daemon) {
+        _cleanup_(api_response_done) ApiResponse resp = { 0 };
+        _cleanup_free_ char *head = NULL;
+        int n;
+
+        /* libmicrohttpd may have answered a malformed line itself and only not yet closed: then it is
+         * done, and nothing more is owed. Or the line came in this very instant: then it is served. */
+        (void) MHD_run(daemon);
+        if (connections_open(daemon) == 0)
+                return true;
+        if (h->line_deadline == 0)
+                return false;
+
+        log_debug("Dropping the connection from %s: no request line within %" PRIu64 " s", h->peer,
+                  FIRST_LINE_USEC / USEC_PER_SEC);
+        if (!h->line_bytes || api_error(400, -400, "request line not received in time", &resp) < 0)
+                return true;
+        n = asprintf(&head,
+                     "HTTP/1.1 400 Bad Request\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n",
+                     resp.content_type, resp.body_len);
+        if (n < 0) {
+                head = NULL;
+                return true;
+        }
+        /* Best effort on a client that is being dropped: a short write loses only the answer. */
+        (void) !send(h->fd, head, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void) !send(h->fd, resp.body, resp.body_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        return true;
+}
+
 /* Drives libmicrohttpd until the connection is closed or a limit drops it. */
 static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_mask) {
         while (connections_open(daemon) > 0) {
                 uint64_t now = now_usec(), limit;
 
+                if (h->line_deadline > 0 && now >= h->line_deadline && line_timeout(h, daemon))
+                        return 0;
+
                 if (h->phase == PHASE_IDLE) {
                         /* Wait for the next request ourselves, to see its first byte. SIGTERM and SIGINT
                          * are let in here only: nothing is in progress, so ending is harmless. */
                         struct pollfd pfd = { .fd = h->fd, .events = POLLIN };
-                        int ms = timeout_msec(daemon, UINT64_MAX), p;
+                        int ms = timeout_msec(daemon,
+                                              h->line_deadline > 0 ? h->line_deadline - now : UINT64_MAX),
+                            p;
                         struct timespec ts = { .tv_sec = ms / 1000,
                                                .tv_nsec = (long) (ms % 1000) * 1000000L };
 
@@ -539,6 +699,9 @@ static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_m
                         if (p > 0) {
                                 reload_if_stale(h);
                                 phase_enter(h, PHASE_RECEIVING);
+                                if (h->line_deadline == 0)
+                                        h->line_deadline = h->phase_start + FIRST_LINE_USEC;
+                                h->line_bytes = true;
                         }
                         if (MHD_run(daemon) != MHD_YES)
                                 return log_error_errno(
@@ -553,7 +716,10 @@ static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_m
                                     limit / USEC_PER_SEC);
                         return 0;
                 }
-                if (MHD_run_wait(daemon, timeout_msec(daemon, h->phase_start + limit - now)) != MHD_YES)
+                limit = h->phase_start + limit - now;
+                if (h->line_deadline > 0 && h->line_deadline - now < limit)
+                        limit = h->line_deadline - now;
+                if (MHD_run_wait(daemon, timeout_msec(daemon, limit)) != MHD_YES)
                         return log_error_errno(-EIO, "libmicrohttpd failed on the connection from %s",
                                                h->peer);
         }
@@ -573,7 +739,8 @@ int http_serve_connection(const Config *cfg, uint64_t config_generation, bool re
                    .runner = runner,
                    .fd = fd,
                    .body_max = api_body_max(cfg),
-                   .phase = PHASE_IDLE };
+                   .phase = PHASE_IDLE,
+                   .line_deadline = now_usec() + FIRST_LINE_USEC };
         int r;
 
         /* A request in progress finishes before a stop takes effect; see serve_loop(). */
@@ -586,6 +753,7 @@ int http_serve_connection(const Config *cfg, uint64_t config_generation, bool re
         if (getpeername(fd, (struct sockaddr *) &ss, &ss_len) < 0)
                 return log_error_errno(-errno, "Cannot get the peer of the connection: %m");
         peer_format(&ss, ss_len, h.peer, sizeof(h.peer));
+        h.accounting = ss.ss_family == AF_INET || ss.ss_family == AF_INET6;
         /* Nothing the sandbox or a helper execs may inherit the client's socket. */
         if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
                 return log_error_errno(-errno, "Cannot set close-on-exec on the connection: %m");
@@ -601,7 +769,7 @@ int http_serve_connection(const Config *cfg, uint64_t config_generation, bool re
 
         daemon = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL,
                                   handle_request, &h, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                                  (size_t) HEADERS_MAX, MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_SEC,
+                                  (size_t) MHD_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_SEC,
                                   MHD_OPTION_URI_LOG_CALLBACK, request_started, &h,
                                   MHD_OPTION_NOTIFY_COMPLETED, request_completed, &h,
                                   MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL, MHD_OPTION_END);

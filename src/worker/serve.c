@@ -36,6 +36,10 @@
 /* Workers alive at once; more connections wait in the listen backlog until one ends. (systemd's socket
  * units default to MaxConnections=64, which Dify's connection pool can exceed.) */
 #define WORKERS_MAX 1024U
+/* Workers one source address may hold: a flood from one peer leaves the other three quarters to the rest.
+ * Dify's pool is one source, so this stays well above max_requests' default of 50. As
+ * MaxConnectionsPerSource= of units/difysandbox.socket. */
+#define WORKERS_PER_SOURCE_MAX (WORKERS_MAX / 4U)
 #define ACCEPT_BACKOFF_MSEC 100
 /* How long a stop waits for a worker beyond its longest request (queue wait + run) before SIGKILL. */
 #define STOP_GRACE_USEC (UINT64_C(5) * USEC_PER_SEC)
@@ -44,28 +48,69 @@ DEFINE_POINTER_CLEANUP(struct addrinfo *, freeaddrinfo);
 DEFINE_POINTER_CLEANUP(RunnerClient *, runner_client_free);
 DEFINE_POINTER_CLEANUP(Runner *, runner_free);
 
+/* A connection's source address: the peer's IP, without the port. */
+typedef struct Source {
+        int family;
+        uint8_t addr[16];
+} Source;
+
 typedef struct Workers {
         pid_t *pids;
+        Source *sources; /* of the connection each worker serves, same index */
         size_t n, alloc;
 } Workers;
 
 static void workers_done(Workers *w) {
         free(w->pids);
+        free(w->sources);
         *w = (Workers){ 0 };
 }
 
-static int workers_add(Workers *w, pid_t pid) {
+static int workers_add(Workers *w, pid_t pid, const Source *source) {
         if (w->n == w->alloc) {
                 size_t na = w->alloc ? w->alloc * 2 : 16;
                 pid_t *p = reallocarray(w->pids, na, sizeof(pid_t));
+                Source *s;
 
                 if (!p)
                         return -ENOMEM;
                 w->pids = p;
+                s = reallocarray(w->sources, na, sizeof(Source));
+                if (!s)
+                        return -ENOMEM;
+                w->sources = s;
                 w->alloc = na;
         }
+        w->sources[w->n] = *source;
         w->pids[w->n++] = pid;
         return 0;
+}
+
+/* The source of a peer address; an IPv4-mapped IPv6 address is its IPv4 address. */
+static Source source_of(const struct sockaddr_storage *ss) {
+        Source s = { .family = ss->ss_family };
+
+        if (ss->ss_family == AF_INET)
+                memcpy(s.addr, &((const struct sockaddr_in *) ss)->sin_addr, 4);
+        else if (ss->ss_family == AF_INET6) {
+                const struct in6_addr *a = &((const struct sockaddr_in6 *) ss)->sin6_addr;
+
+                if (IN6_IS_ADDR_V4MAPPED(a)) {
+                        s.family = AF_INET;
+                        memcpy(s.addr, a->s6_addr + 12, 4);
+                } else
+                        memcpy(s.addr, a->s6_addr, 16);
+        }
+        return s;
+}
+
+static size_t workers_of_source(const Workers *w, const Source *source) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < w->n; i++)
+                n += w->sources[i].family == source->family &&
+                     memcmp(w->sources[i].addr, source->addr, sizeof(source->addr)) == 0;
+        return n;
 }
 
 /* Reaps the workers that have exited. Only our own children are waited for, each by its PID, which
@@ -82,7 +127,10 @@ static void workers_reap(Workers *w) {
                 if (p > 0 && WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM &&
                     WTERMSIG(status) != SIGINT)
                         log_warning("Worker %i was killed by signal %i", (int) p, WTERMSIG(status));
-                w->pids[i] = w->pids[--w->n]; /* reaped, or not our child (ECHILD): forget it */
+                /* reaped, or not our child (ECHILD): forget it */
+                w->n--;
+                w->pids[i] = w->pids[w->n];
+                w->sources[i] = w->sources[w->n];
         }
 }
 
@@ -252,12 +300,16 @@ static int worker_drop_privileges(const ServeFds *fds) {
 }
 
 /* In the forked worker: the connection and its line to the runner are all it keeps of us. */
-static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const ServeFds *fds)
+static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const ServeFds *fds, pid_t parent)
         __attribute__((noreturn));
-static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const ServeFds *fds) {
+static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const ServeFds *fds, pid_t parent) {
         _cleanup_(runner_client_freep) RunnerClient *runner = NULL;
         int r;
 
+        /* A keep-alive worker must not go on serving when serve is gone (SIGKILLed): nobody would stop
+         * it. The parent may have died before this line. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                _exit(EXIT_FAILURE);
         (void) safe_close(fds->listen_fd);
         (void) safe_close(fds->signal_fd);
         (void) safe_close(fds->handoff_fd);
@@ -296,16 +348,28 @@ static int runner_line_open(int handoff_fd, int *ret_worker_end) {
 static int accept_one(const Config *cfg, const ServeFds *fds, Workers *w) {
         _cleanup_close_ int conn_fd = -EBADF, runner_fd = -EBADF;
         int listen_fd = fds->listen_fd;
-        pid_t pid;
+        struct sockaddr_storage ss = { 0 };
+        socklen_t ss_len = sizeof(ss);
+        pid_t pid, parent = getpid();
+        Source source;
         int r;
 
-        conn_fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        conn_fd = accept4(listen_fd, (struct sockaddr *) &ss, &ss_len, SOCK_CLOEXEC);
         if (conn_fd < 0) {
                 if (accept_error_transient(errno))
                         return 0;
                 log_warning_errno(-errno, "Cannot accept a connection, pausing for %i ms: %m",
                                   ACCEPT_BACKOFF_MSEC);
                 return 1;
+        }
+
+        source = source_of(&ss);
+        if (workers_of_source(w, &source) >= WORKERS_PER_SOURCE_MAX) {
+                /* Closed at once, not queued: the capacity left is for other peers. Debug only, since a
+                 * flood would flood the log too. */
+                log_debug("Refusing a connection: its source holds %u connections already",
+                          WORKERS_PER_SOURCE_MAX);
+                return 0;
         }
 
         r = runner_line_open(fds->handoff_fd, &runner_fd);
@@ -319,9 +383,9 @@ static int accept_one(const Config *cfg, const ServeFds *fds, Workers *w) {
                 return 1;
         }
         if (pid == 0)
-                worker_run(cfg, TAKE_FD(conn_fd), TAKE_FD(runner_fd), fds);
+                worker_run(cfg, TAKE_FD(conn_fd), TAKE_FD(runner_fd), fds, parent);
 
-        r = workers_add(w, pid);
+        r = workers_add(w, pid, &source);
         if (r < 0) {
                 log_error_errno(r, "Cannot track worker %i, killing it: %m", (int) pid);
                 (void) kill(pid, SIGKILL);

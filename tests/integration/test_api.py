@@ -7,6 +7,7 @@ still answer. Runs as root (the sandbox needs it).
 import collections
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -133,6 +134,8 @@ def test_unknown_route_is_404(server, method, path):
 def test_unsupported_language(server):
     assert_error(server.run('print(1)', language='ruby'), 400, -400, 'unsupported language')
     assert_error(server.run('print(1)', language='Python3'), 400, -400, 'unsupported language')
+    # issue 12: a NUL inside the JSON string ended the name, and this ran as python3
+    assert_error(server.run('print(1)', language='python3\u0000x'), 400, -400, 'unsupported language')
 
 
 def test_preload_ignored_without_enable_preload(server):
@@ -351,16 +354,91 @@ def test_body_at_the_cap_is_read(server):
     assert envelope(r)['data']['stdout'] == 'fits\n'
 
 
+def raw_envelope(reply):
+    """The JSON envelope of a raw reply (issue 12: not libmicrohttpd's HTML)."""
+    assert re.search(rb'(?im)^content-type: application/json', reply.head), reply
+    return json.loads(reply.body)
+
+
 def test_header_flood(server):
     flood = b''.join(b'X-Flood-%d: %s\r\n' % (i, b'a' * 1000) for i in range(200))
     reply = raw_request(server.port, b'GET /health HTTP/1.1\r\nHost: x\r\n' + flood + b'\r\n')
     assert reply.status == 431, reply
+    assert raw_envelope(reply) == {'code': -400, 'message': 'request headers too large', 'data': None}
     assert server.healthy()
 
 
 def test_long_url(server):
     reply = raw_request(server.port, b'GET /' + b'a' * 100000 + b' HTTP/1.1\r\nHost: x\r\n\r\n')
     assert reply.status in (414, 431) or (reply.status == 0 and reply.closed), reply
+    reply = raw_request(server.port, b'GET /' + b'a' * 10000 + b' HTTP/1.1\r\nHost: x\r\n\r\n')
+    assert reply.status == 414, reply
+    assert raw_envelope(reply) == {'code': -400, 'message': 'request URL too long', 'data': None}
+    assert server.healthy()
+
+
+RUN_HEAD = b'POST /v1/sandbox/run HTTP/1.1\r\nHost: x\r\nX-Api-Key: ' + API_KEY.encode() + b'\r\n'
+RUN_BODY = b'{"language": "python3", "code": "print(1)"}'
+
+
+@pytest.mark.parametrize('framing', [
+    b'Content-Length: %d\r\nContent-Length: 10\r\n' % len(RUN_BODY),
+    b'Content-Length: %d\r\ncontent-length: %d\r\n' % (len(RUN_BODY), len(RUN_BODY)),
+    b'Content-Length: %d\r\nTransfer-Encoding: chunked\r\n' % len(RUN_BODY),
+], ids=['two-lengths', 'same-length-twice', 'length-and-chunked'])
+def test_ambiguous_body_length_refused(server, framing):
+    """Issue 12: a request with two Content-Length headers was run. Which one counts is how requests are
+    smuggled past a proxy in front: it is refused, and nothing runs."""
+    first = len(server.records())
+    reply = raw_request(server.port, RUN_HEAD + framing + b'\r\n' + RUN_BODY)
+    assert reply.status == 400, reply
+    message = raw_envelope(reply)['message']
+    assert message in ('more than one Content-Length header', 'both Content-Length and Transfer-Encoding')
+    assert not any(r.get('DIFYSANDBOX_RUN_ID') for r in server.wait_records(first + 1)[first:])
+    assert server.healthy()
+
+
+def test_junk_after_a_request_gets_400_at_once(server):
+    """Issue 12: bytes after a valid request on the same connection hung until the 30 s idle timeout.
+    They are a request line in the making, which has 2 s: then 400 in Dify's envelope, and the end."""
+    for junk in (b'garbage', b'\x00\x01junk'):
+        with socket.create_connection(('127.0.0.1', server.port), timeout=20) as s:
+            start = time.monotonic()
+            s.sendall(b'GET /health HTTP/1.1\r\nHost: x\r\n\r\n' + junk)
+            data = b''
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            elapsed = time.monotonic() - start
+        assert data.startswith(b'HTTP/1.1 200 OK'), data
+        second = data[data.index(b'"ok"') + 4:]
+        assert second.startswith(b'HTTP/1.1 400 '), data
+        assert b'"request line not received in time"' in second, data
+        assert elapsed < 10, f'answered after {elapsed:.1f} s: the idle timeout, not the line deadline'
+    assert server.healthy()
+
+
+def test_partial_request_line_is_dropped_within_seconds(server):
+    """A connection must deliver its request line within about 2 s (issue 12: floods of partial lines
+    held every worker)."""
+    for data in (b'', b'GET /hea'):
+        with socket.create_connection(('127.0.0.1', server.port), timeout=30) as s:
+            start = time.monotonic()
+            s.sendall(data)
+            reply = b''
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+            elapsed = time.monotonic() - start
+        assert elapsed < 10, f'closed after {elapsed:.1f} s'
+        if data:
+            assert reply.startswith(b'HTTP/1.1 400 ') and b'"code":-400' in reply, reply
+        else:
+            assert reply == b'', reply
     assert server.healthy()
 
 
@@ -371,13 +449,15 @@ def test_garbage_request_line(server):
 
 
 def test_slowloris_is_disconnected(server):
-    """One byte per second: the request is not complete within 10 s, so the connection is dropped."""
-    request = (b'POST /v1/sandbox/run HTTP/1.1\r\nHost: x\r\nX-Api-Key: ' + API_KEY.encode()
+    """The request line at once, then one byte per second: the request is not complete within 10 s, so
+    the connection is dropped. (A request line itself has 2 s: test_partial_request_line_...)"""
+    request = (b'Host: x\r\nX-Api-Key: ' + API_KEY.encode()
                + b'\r\nContent-Length: 200\r\n\r\n' + b' ' * 200)
     start = time.monotonic()
     closed = None
     with socket.create_connection(('127.0.0.1', server.port)) as s:
         s.settimeout(1)
+        s.send(b'POST /v1/sandbox/run HTTP/1.1\r\n')
         for byte in request:
             try:
                 s.send(bytes([byte]))
@@ -398,10 +478,20 @@ def test_slowloris_is_disconnected(server):
 
 
 def test_silent_client_is_disconnected(server):
-    """A connection that never sends a byte is closed after the 30 s idle timeout."""
+    """A connection that never sends a byte is closed once its request line is late (2 s), and a
+    keep-alive connection after the 30 s idle timeout."""
     start = time.monotonic()
     with socket.create_connection(('127.0.0.1', server.port)) as s:
         s.settimeout(60)
+        assert s.recv(1) == b''
+    assert time.monotonic() - start <= 10
+    with socket.create_connection(('127.0.0.1', server.port)) as s:
+        s.settimeout(60)
+        s.sendall(b'GET /health HTTP/1.1\r\nHost: x\r\n\r\n')
+        data = b''
+        while b'"ok"' not in data:
+            data += s.recv(65536)
+        start = time.monotonic()
         assert s.recv(1) == b''
     assert 28 <= time.monotonic() - start <= 40
     assert server.healthy()
@@ -544,3 +634,40 @@ def test_worker_binary_on_fd0(tmp_path):
     finally:
         runner.terminate()
         runner.wait(timeout=30)
+
+
+def test_keep_alive_workers_die_with_serve():
+    """Issue 12: keep-alive workers orphaned by a SIGKILLed `serve` kept serving. They die with it."""
+    s = start_server()
+    conns = []
+    try:
+        for _ in range(3):
+            c = socket.create_connection(('127.0.0.1', s.port), timeout=10)
+            c.sendall(b'GET /health HTTP/1.1\r\nHost: x\r\n\r\n')
+            data = b''
+            while b'"ok"' not in data:
+                data += c.recv(65536)
+            conns.append(c)
+        workers = s.workers()
+        assert len(workers) >= 3, workers
+        s.proc.kill()
+        s.proc.wait()
+        deadline = time.monotonic() + 10
+        alive = workers
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in workers if os.path.exists(f'/proc/{p}') and
+                     open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z']
+            time.sleep(0.1)
+        assert not alive, f'workers {alive} outlived serve'
+        for c in conns:  # and their connections are closed, not served
+            c.settimeout(10)
+            try:
+                c.sendall(b'GET /health HTTP/1.1\r\nHost: x\r\n\r\n')
+                assert c.recv(65536) == b''
+            except (ConnectionResetError, BrokenPipeError):
+                pass
+    finally:
+        for c in conns:
+            c.close()
+        s.stop()
+        s.cleanup()

@@ -81,8 +81,15 @@ def parse_output(stdout):
 def upstream_file(tmp_path):
     numbers = SYSCALL_NUMBERS.get(platform.machine())
     syscalls = "".join(f"  - {n}\n" for n in numbers) if numbers else ""
+    # Upstream's image has its interpreters in /usr/local/bin; check-config requires that they exist, so
+    # the file names stand-ins of the same names under tmp_path.
+    bindir = tmp_path / "usr/local/bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    for name in ("python3", "node"):
+        (bindir / name).write_text("#!/bin/sh\n")
+        (bindir / name).chmod(0o755)
     path = tmp_path / "config.yaml"
-    path.write_text(UPSTREAM_YAML.format(syscalls=syscalls))
+    path.write_text(UPSTREAM_YAML.format(syscalls=syscalls).replace("/usr/local/bin/", f"{bindir}/"))
     return path, ["read", "write"] if numbers else []
 
 
@@ -98,10 +105,10 @@ def test_upstream_file_loads(check_config, tmp_path):
     assert values["max_workers"] == "4"
     assert values["max_requests"] == "50"
     assert values["worker_timeout"] == "5"
-    assert values["python_path"] == "/usr/local/bin/python3"
+    assert values["python_path"] == f"{tmp_path}/usr/local/bin/python3"
     assert values["python_pip_mirror_url"] == "https://pypi.tuna.tsinghua.edu.cn/simple"
     assert values["python_deps_update_interval"] == "30m"
-    assert values["nodejs_path"] == "/usr/local/bin/node"
+    assert values["nodejs_path"] == f"{tmp_path}/usr/local/bin/node"
     assert values["enable_network"] == "true"
     assert values["enable_preload"] == "false"
     assert values["allowed_syscalls"] == syscalls
@@ -136,6 +143,14 @@ def test_output_loads_back_the_same(check_config, tmp_path):
          ":3: allowed_syscalls: 'ptrace': never allowed: reaches into other processes"),
         ("memory_max: 1K\n", ":1: memory_max: '1K': must be at least 16M"),
         ("app:\n  port: 8194\n key: x\n", ":3: malformed YAML: did not find expected key"),
+        # issue 12: what an outside review found accepted
+        ("max_workers: 30000\n", ":1: max_workers: '30000': must be at most 1024"),
+        ("max_requests: 4294967295\n", ":1: max_requests: '4294967295': must be at most 16384"),
+        ("worker_timeout: 4294967296\n", ":1: worker_timeout: '4294967296': must be at most 3600s"),
+        ("max_workers: !custom 4\n", ":1: max_workers: '!custom': unknown YAML tag"),
+        ("python_path: /nonexistent/bin/python3\n",
+         ":1: python_path: '/nonexistent/bin/python3': cannot use the interpreter: No such file or directory"),
+        ("proxy:\n  http: x\n", ":2: proxy.http: 'x': unsupported proxy"),
     ],
 )
 def test_bad_file_refused(check_config, tmp_path, text, message):
@@ -182,6 +197,14 @@ def test_empty_api_key_keeps_file_value(check_config, tmp_path):
     result = check_config(path, {"API_KEY": ""}, show_secrets=True)
     assert result.returncode == 0, result.stderr
     assert parse_output(result.stdout)["app.key"] == "dify-sandbox"
+
+
+def test_env_proxy_without_scheme_refused(check_config, tmp_path):
+    path, _ = upstream_file(tmp_path)
+    result = check_config(path, {"HTTP_PROXY": "proxy:3128"})
+    assert result.returncode != 0
+    assert result.stdout == ""
+    assert "environment variable HTTP_PROXY: proxy.http: 'proxy:3128': unsupported proxy" in result.stderr
 
 
 def test_env_max_workers_zero_refused(check_config, tmp_path):

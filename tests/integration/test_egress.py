@@ -433,6 +433,80 @@ def test_denied_with_a_reason(internet, how, target, host, reason):
     assert internet.count() == before_inet
 
 
+def test_denial_logging_is_rate_limited(internet):
+    """Issue 12: one run logged 2,010 denials in 3.5 s. The first five are logged one by one, then one record
+    says the rest are only counted; every request is still refused."""
+    res = run_network(RAW_CLIENT + textwrap.dedent('''
+        statuses = [ask('CONNECT 10.0.0.%d:443 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' % (i + 1))['status']
+                    for i in range(40)]
+        print(json.dumps({'denied': statuses.count('HTTP/1.1 403 Forbidden')}))
+    '''))
+    assert result_json(res)['denied'] == 40, res.show()
+    if os.environ.get('JOURNAL_STREAM') and shutil.which('journalctl'):
+        time.sleep(2)
+        out = subprocess.run(['journalctl', '--no-pager', '-o', 'json', '--since', '-5min',
+                              f'DIFYSANDBOX_RUN_ID={res["id"]}'], capture_output=True, text=True).stdout
+        messages = [json.loads(line).get('MESSAGE', '') for line in out.splitlines()]
+    else:
+        messages = res.raw_stderr.splitlines()
+    denied = [m for m in messages if 'Egress denied for run ' in m]
+    summaries = [m for m in messages if 'further denials of this run are not logged' in m]
+    assert len(denied) == 5, f'{len(denied)} denial records' + res.show()
+    assert len(summaries) == 1 and 'Egress denied 6 times' in summaries[0], res.show()
+
+
+def relay_cpu_usec(runner_pid):
+    """CPU time (utime + stime) of the egress relay under a `difysandbox run`: its child running as nobody."""
+    ticks = os.sysconf('SC_CLK_TCK')
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f'/proc/{entry}/stat') as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+            with open(f'/proc/{entry}/status') as f:
+                uid = int(f.read().split('\nUid:', 1)[1].split()[0])
+        except (OSError, IndexError, ValueError):
+            continue
+        if int(fields[1]) == runner_pid and uid == 65534:
+            return (int(fields[11]) + int(fields[12])) * 1000000 // ticks
+    return None
+
+
+def test_relay_cpu_is_charged_to_the_run(internet):
+    """Issue 12: the relay's CPU is charged to the run. The run makes its relay work (denied CONNECTs),
+    reports its own CPU time and waits; the test reads the relay's; the run's cpu_ms covers both."""
+    code = RAW_CLIENT + textwrap.dedent('''
+        import resource, sys, time
+        for i in range(1500):
+            ask('CONNECT 10.0.0.%d:443 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' % (i % 250 + 1))
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        print(json.dumps({'own_usec': int((own.ru_utime + own.ru_stime) * 1e6)}), flush=True)
+        time.sleep(3)  # the test samples the relay now
+    ''')
+    argv = command('python3', ('--network', '--timeout', '60'))
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=run_env())
+    proc.stdin.write(code.encode())
+    proc.stdin.close()
+    proc.stdin = None  # communicate() must not flush it again
+    relay, deadline = None, time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        sample = relay_cpu_usec(proc.pid)
+        relay = sample if sample is not None else relay
+        time.sleep(0.1)
+    out, err = proc.communicate(timeout=60)
+    res = parse_output(out.decode(), err.decode('utf-8', 'replace'), proc.returncode)
+    own = result_json(res)['own_usec']
+    assert relay is not None, 'the relay process was never seen' + res.show()
+    tick = 1000000 // os.sysconf('SC_CLK_TCK')  # /proc counts in ticks: the relay's figure is this coarse
+    if relay < 3 * tick:
+        pytest.skip(f'the relay used only {relay} us of CPU: too little to tell')
+    charged = res['cpu_ms'] * 1000
+    assert charged >= own + relay - 2 * tick, (
+        f'cpu_ms {res["cpu_ms"]}: the run itself used {own} us and its relay {relay} us' + res.show())
+
+
 def test_https_to_a_denied_destination_fails_in_the_client(internet):
     data = result_json(run_network(textwrap.dedent(f'''
         import json, requests

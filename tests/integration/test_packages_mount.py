@@ -287,12 +287,13 @@ def test_python_runs_cannot_write_into_the_generation(rt):
     rt.switch('python3', 1)
     before = sorted(p.name for p in (gen / 'python').iterdir())
     out = ok(rt.run(EROFS_PY.format(d=f'{MOUNT}/python') +
-                    'import os\n'
-                    'f = os.statvfs("' + MOUNT + '").f_flag\n'
-                    'print("flags", bool(f & os.ST_RDONLY), bool(f & os.ST_NOSUID), bool(f & os.ST_NODEV),'
-                    ' bool(f & os.ST_NOEXEC))\n'))
+                    # statfs(2) fails with ENOSYS in runs (issue 12: it showed the host's disks), so the
+                    # mount is judged by the EROFS above, not by its flags.
+                    'import errno, os\n'
+                    'try:\n    os.statvfs("' + MOUNT + '")\n    print("flags shown")\n'
+                    'except OSError as e:\n    print("statvfs", errno.errorcode[e.errno])\n'))
     assert out.splitlines() == ['create EROFS', 'append EROFS', 'mkdir EROFS', 'unlink EROFS', 'rename EROFS',
-                                'chmod EROFS', 'flags True True True False'], out
+                                'chmod EROFS', 'statvfs ENOSYS'], out
     assert sorted(p.name for p in (gen / 'python').iterdir()) == before
     assert (gen / 'python' / 'mymod' / '__init__.py').read_text() == "VALUE = 'untouched'\n"
     assert (gen / 'python' / 'mymod' / '__init__.py').stat().st_mode & 0o777 == 0o666

@@ -2,6 +2,7 @@
  * refusal at max_requests, a bounded queue wait, arrival order, and nothing leaked by a SIGKILLed
  * holder. Each test has its own mkdtemp() state directory. */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -265,6 +267,52 @@ static void test_queue_keeps_arrival_order(void **state) {
         close(p[0]);
 }
 
+static int open_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        int n = 0;
+
+        if (!d)
+                return -1;
+        while (readdir(d))
+                n++;
+        closedir(d);
+        return n;
+}
+
+/* A run holds O(1) files whatever max_workers is: with 1024 worker slots (the bound config_load() allows)
+ * and room for only 32 open files, a take succeeds, also when the only free slot is the last one tried,
+ * and leaves no more than its two slot files open. */
+static void test_take_opens_few_files(void **state) {
+        Fixture *f = *state;
+        pid_t pid;
+        int status;
+
+        f->cfg.max_workers = 1024;
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct rlimit rl = { .rlim_cur = 32, .rlim_max = 32 };
+                AdmitTicket *t = NULL;
+                Admit *a = NULL;
+                int before, after;
+
+                if (admit_open(&f->cfg, &a) < 0 || setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        _exit(10);
+                before = open_fds();
+                if (admit_take(a, 2000 * MSEC, &t) < 0)
+                        _exit(12);
+                after = open_fds();
+                if (before < 0 || after != before + 2) /* the request and the worker slot, nothing else */
+                        _exit(13);
+                admit_release(t);
+                admit_free(a);
+                _exit(0);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_sigkill_leaks_nothing(void **state) {
         Fixture *f = *state;
         AdmitTicket *t[3] = { NULL };
@@ -314,6 +362,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_queue_head_gets_freed_slot, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_queue_keeps_arrival_order, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sigkill_leaks_nothing, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_take_opens_few_files, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,7 +40,7 @@ static const char upstream_yaml[] =
         "max_workers: 4\n"
         "max_requests: 50\n"
         "worker_timeout: 5\n"
-        "python_path: /usr/local/bin/python3\n"
+        "python_path: %s/bin/python3\n" /* upstream: /usr/local/bin; it must exist */
         "python_lib_path:\n"
         "  - \"/usr/local/lib/python3.10\"\n"
         "  - \"/usr/lib/python3.10\"\n"
@@ -56,7 +57,7 @@ static const char upstream_yaml[] =
         "  - \"/etc/timezone\"\n"
         "python_pip_mirror_url: https://pypi.tuna.tsinghua.edu.cn/simple\n"
         "python_deps_update_interval: 30m\n"
-        "nodejs_path: /usr/local/bin/node\n"
+        "nodejs_path: %s/bin/node\n"
         "enable_network: True # please make sure there is no network risk in your environment\n"
         "enable_preload: False # please keep it as False for security purposes\n"
         "allowed_syscalls: # please leave it empty if you have no idea how seccomp works\n"
@@ -89,6 +90,21 @@ static int setup_dir(void **state) {
         assert_non_null(d);
         strcpy(d->path, "/tmp/test-config-file-XXXXXX");
         assert_non_null(mkdtemp(d->path));
+        /* Interpreters that exist, for python_path and nodejs_path (config_load() checks them). */
+        for (size_t i = 0; i < 4; i++) {
+                static const char *const names[] = { "python3", "node", "python3.11", "nodejs" };
+                char *path;
+                int fd;
+
+                assert_true(asprintf(&path, "%s/bin", d->path) > 0);
+                (void) mkdir(path, 0755);
+                free(path);
+                assert_true(asprintf(&path, "%s/bin/%s", d->path, names[i]) > 0);
+                fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+                assert_true(fd >= 0);
+                assert_int_equal(close(fd), 0);
+                free(path);
+        }
         *state = d;
         return 0;
 }
@@ -149,7 +165,7 @@ static void assert_syscalls(char **l, const char *const *expected) {
 
 static void test_upstream_config_loads(void **state) {
         TestDir *d = *state;
-        char *path = write_file(d->path, "config.yaml", upstream_yaml, NR_READ, NR_WRITE);
+        char *path = write_file(d->path, "config.yaml", upstream_yaml, d->path, d->path, NR_READ, NR_WRITE);
         ConfigError err = { 0 };
         Config cfg, defaults;
 
@@ -162,10 +178,12 @@ static void test_upstream_config_loads(void **state) {
         assert_int_equal(cfg.max_workers, 4);
         assert_int_equal(cfg.max_requests, 50);
         assert_true(cfg.worker_timeout_usec == UINT64_C(5000000));
-        assert_string_equal(cfg.python_path, "/usr/local/bin/python3");
+        assert_true(strncmp(cfg.python_path, d->path, strlen(d->path)) == 0);
+        assert_string_equal(cfg.python_path + strlen(d->path), "/bin/python3");
         assert_string_equal(cfg.python_pip_mirror_url, "https://pypi.tuna.tsinghua.edu.cn/simple");
         assert_true(cfg.python_deps_update_interval_usec == UINT64_C(30) * 60 * 1000000);
-        assert_string_equal(cfg.nodejs_path, "/usr/local/bin/node");
+        assert_true(strncmp(cfg.nodejs_path, d->path, strlen(d->path)) == 0);
+        assert_string_equal(cfg.nodejs_path + strlen(d->path), "/bin/node");
         assert_true(cfg.enable_network);
         assert_false(cfg.enable_preload);
         assert_syscalls(cfg.allowed_syscalls, (const char *const[]){ "read", "write", NULL });
@@ -311,9 +329,14 @@ static void test_dropin_error_names_dropin(void **state) {
 
 static void test_env_overrides_win(void **state) {
         TestDir *d = *state;
-        char *main_file = write_file(d->path, "config.yaml", upstream_yaml, NR_READ, NR_WRITE);
+        char *main_file =
+                write_file(d->path, "config.yaml", upstream_yaml, d->path, d->path, NR_READ, NR_WRITE);
         char *dropins = make_dir(d->path, "config.d");
         char *dropin = write_file(dropins, "10-x.yaml", "max_workers: 6\nmemory_max: 2G\n");
+        char *python_env, *node_env;
+
+        assert_true(asprintf(&python_env, "PYTHON_PATH=%s/bin/python3.11", d->path) > 0);
+        assert_true(asprintf(&node_env, "NODEJS_PATH=%s/bin/nodejs", d->path) > 0);
         char *env[] = {
                 "PATH=/usr/bin",
                 "API_KEY=from-env",
@@ -329,8 +352,8 @@ static void test_env_overrides_win(void **state) {
                 "HTTP_PROXY=http://proxy:8080",
                 "HTTPS_PROXY=http://proxy:8443",
                 "SOCKS5_PROXY=",
-                "PYTHON_PATH=/opt/bin/python3",
-                "NODEJS_PATH=/opt/bin/node",
+                python_env,
+                node_env,
                 "DIFYSANDBOX_MEMORY_MAX=1G",
                 "DIFYSANDBOX_CPU_QUOTA=250",
                 "DIFYSANDBOX_CPU_TIME=10s",
@@ -366,8 +389,8 @@ static void test_env_overrides_win(void **state) {
         assert_string_equal(cfg.proxy_http, "http://proxy:8080");
         assert_string_equal(cfg.proxy_https, "http://proxy:8443");
         assert_string_equal(cfg.proxy_socks5, "socks5://127.0.0.1:1080");
-        assert_string_equal(cfg.python_path, "/opt/bin/python3");
-        assert_string_equal(cfg.nodejs_path, "/opt/bin/node");
+        assert_string_equal(cfg.python_path, python_env + strlen("PYTHON_PATH="));
+        assert_string_equal(cfg.nodejs_path, node_env + strlen("NODEJS_PATH="));
         assert_true(cfg.memory_max == UINT64_C(1) << 30);
         assert_int_equal(cfg.cpu_quota_percent, 250);
         assert_true(cfg.cpu_time_usec == UINT64_C(10000000));
@@ -385,6 +408,8 @@ static void test_env_overrides_win(void **state) {
         config_done(&cfg);
 
         free(dropin);
+        free(python_env);
+        free(node_env);
         free(dropins);
         free(main_file);
 }
@@ -470,8 +495,7 @@ static void test_file_rejections(void **state) {
                   ":1: worker_timeout: '-1': expected a duration in seconds (e.g. 5, 2.5, 500ms)" },
                 { "worker_timeout: 0\n", ":1: worker_timeout: '0': must be at least 1ms" },
                 { "max_requests: 0\n", ":1: max_requests: '0': must be at least 1" },
-                { "max_requests: 99999999999\n",
-                  ":1: max_requests: '99999999999': must be at most 4294967295" },
+                { "max_requests: 99999999999\n", ":1: max_requests: '99999999999': must be at most 16384" },
                 { "memory_max: 1K\n", ":1: memory_max: '1K': must be at least 16M" },
                 { "memory_max: lots\n", ":1: memory_max: 'lots': expected a size in bytes (e.g. 512M, 2G)" },
                 { "cpu_quota: 0%\n", ":1: cpu_quota: '0%': must be between 1% and 100000%" },
@@ -552,6 +576,100 @@ static void test_file_rejections(void **state) {
                 free(expected);
                 free(path);
         }
+}
+
+/* Issue 12: every number has an upper bound, what a key names is checked, and unknown YAML tags are
+ * refused, each with file, line, key and reason. All of these loaded before. */
+static void test_bounds_and_names_refused(void **state) {
+        static const struct {
+                const char *yaml;
+                const char *message; /* after the file's path */
+        } cases[] = {
+                { "max_workers: 30000\n", ":1: max_workers: '30000': must be at most 1024" },
+                { "max_requests: 4294967295\n", ":1: max_requests: '4294967295': must be at most 16384" },
+                { "worker_timeout: 4294967296\n",
+                  ":1: worker_timeout: '4294967296': must be at most 3600s" },
+                { "worker_timeout: 99999999999999999999\n",
+                  ":1: worker_timeout: '99999999999999999999': must be at most 3600s" },
+                { "python_deps_update_interval: 876001h\n",
+                  ":1: python_deps_update_interval: '876001h': must be at most 3153600000s" },
+                { "memory_max: 2T\n", ":1: memory_max: '2T': must be at most 1T" },
+                { "cpu_time: 90000\n", ":1: cpu_time: '90000': must be at most 86400s" },
+                { "tasks_max: 100000\n", ":1: tasks_max: '100000': must be at most 16384" },
+                { "output_max: 1G\n", ":1: output_max: '1G': must be at most 256M" },
+                { "code_max: 65M\n", ":1: code_max: '65M': must be at most 64M" },
+                { "tmp_size: 2T\n", ":1: tmp_size: '2T': must be at most 1T" },
+                { "open_files_max: 2000000\n", ":1: open_files_max: '2000000': must be at most 1048576" },
+                { "egress_max_connections: 5000\n",
+                  ":1: egress_max_connections: '5000': must be at most 4096" },
+                { "egress_max_bytes: 2T\n", ":1: egress_max_bytes: '2T': must be at most 1T" },
+                { "egress_idle_timeout: 2h\n",
+                  ":1: egress_idle_timeout: '2h': expected a duration in seconds "
+                  "(e.g. 5, 2.5, 500ms)" },
+                { "egress_idle_timeout: 3601\n", ":1: egress_idle_timeout: '3601': must be at most 3600s" },
+                { "max_workers: !custom 4\n", ":1: max_workers: '!custom': unknown YAML tag" },
+                { "allowed_syscalls: !list [read]\n", ":1: allowed_syscalls: '!list': unknown YAML tag" },
+                { "allowed_syscalls: [read, !x write]\n", ":1: allowed_syscalls: '!x': unknown YAML tag" },
+                { "!k max_workers: 4\n", ":1: '!k': unknown YAML tag" },
+                { "app:\n  port: ! 8194\n", ":2: app.port: '!': unknown YAML tag" },
+                { "python_path: /nonexistent/python3\n", ":1: python_path: '/nonexistent/python3': cannot "
+                                                         "use the interpreter: No such file or directory" },
+                { "nodejs_path: /etc/os-release\n",
+                  ":1: nodejs_path: '/etc/os-release': not an executable file" },
+                { "nodejs_path: /usr/bin\n", ":1: nodejs_path: '/usr/bin': not an executable file" },
+                { "proxy:\n  http: x\n", ":2: proxy.http: 'x': unsupported proxy: expected "
+                                         "http://[USER:PASSWORD@]HOST[:PORT], socks5://HOST[:PORT] or "
+                                         "socks5h://HOST[:PORT]" },
+                { "proxy:\n  https: 'http://'\n",
+                  ":2: proxy.https: 'http://': not a proxy URL: expected SCHEME://HOST[:PORT]" },
+                { "proxy:\n  https: 'http://proxy:99999'\n",
+                  ":2: proxy.https: 'http://proxy:99999': not a proxy URL: expected SCHEME://HOST[:PORT]" },
+                { "proxy:\n  socks5: 'socks5://u:p@proxy'\n",
+                  ":2: proxy.socks5: 'socks5://u:p@proxy': unsupported proxy: expected "
+                  "http://[USER:PASSWORD@]HOST[:PORT], socks5://HOST[:PORT] or socks5h://HOST[:PORT]" },
+        };
+        TestDir *d = *state;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char *path = write_file(d->path, "config.yaml", "%s", cases[i].yaml), *expected;
+                ConfigError err = { 0 };
+                Config cfg;
+
+                assert_true(asprintf(&expected, "%s%s", path, cases[i].message) > 0);
+                assert_int_equal(load(&cfg, path, NULL, NULL, &err), -EINVAL);
+                assert_non_null(err.message);
+                assert_string_equal(err.message, expected);
+                config_error_done(&err);
+                config_done(&cfg);
+                free(expected);
+                free(path);
+        }
+}
+
+/* The bounds themselves and the core schema's tags are accepted. */
+static void test_bounds_accepted(void **state) {
+        TestDir *d = *state;
+        char *path = write_file(d->path, "config.yaml",
+                                "max_workers: !!int 1024\n"
+                                "max_requests: 16384\n"
+                                "worker_timeout: 3600\n"
+                                "memory_max: 1T\n"
+                                "output_max: 256M\n"
+                                "app:\n  key: !!str 123\n"
+                                "nodejs_path: %s/bin/node\n"
+                                "proxy:\n  http: ''\n  socks5: 'socks5h://[::1]:1080'\n",
+                                d->path);
+        ConfigError err = { 0 };
+        Config cfg;
+
+        assert_int_equal(load(&cfg, path, NULL, NULL, &err), 0);
+        assert_null(err.message);
+        assert_int_equal(cfg.max_workers, 1024);
+        assert_int_equal(cfg.max_requests, 16384);
+        assert_true(cfg.worker_timeout_usec == UINT64_C(3600000000));
+        assert_string_equal(cfg.api_key, "123");
+        config_done(&cfg);
+        free(path);
 }
 
 /* Upstream writes syscall numbers of its architecture; a number names its call in the refusal. */
@@ -706,7 +824,8 @@ static char *format_to_string(const Config *cfg, bool show_secrets) {
 
 static void test_format_round_trip(void **state) {
         TestDir *d = *state;
-        char *main_file = write_file(d->path, "config.yaml", upstream_yaml, NR_READ, NR_WRITE);
+        char *main_file =
+                write_file(d->path, "config.yaml", upstream_yaml, d->path, d->path, NR_READ, NR_WRITE);
         char *env[] = {
                 "API_KEY=k'e\"y\\ with: # yaml ~ characters",
                 "PIP_MIRROR_URL=https://mirror.example/simple?a=1&b=[2]",
@@ -838,6 +957,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_env_empty_values, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_env_rejections, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_file_rejections, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_bounds_and_names_refused, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_bounds_accepted, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_syscall_numbers, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_values_accepted, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_go_durations, setup_dir, teardown_dir),

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -23,7 +24,9 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -293,6 +296,56 @@ static int child_socket_inet_works(void *userdata) {
         return CHILD_OK;
 }
 
+/* Every TCP and UDP socket an interpreter makes: protocol 0 or the explicit one, with the flag bits. */
+static int child_socket_tcp_udp_work(void *userdata) {
+        static const int cases[][3] = {
+                { AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0 },
+                { AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP },
+                { AF_INET, SOCK_DGRAM, 0 },
+                { AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, IPPROTO_UDP },
+                { AF_INET6, SOCK_STREAM, IPPROTO_TCP },
+                { AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0 },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                int fd = socket(cases[i][0], cases[i][1], cases[i][2]);
+                if (fd < 0)
+                        return errno == EAFNOSUPPORT ? 77 : CHILD_UNEXPECTED;
+                (void) close(fd);
+        }
+        return CHILD_OK;
+}
+
+/* userdata: the int[3] arguments of socket(). Returns only if the filter let the call through. */
+static int child_socket_args(void *userdata) {
+        const int *a = userdata;
+
+        (void) socket(a[0], a[1], a[2]);
+        return CHILD_RETURNED;
+}
+
+/* sysinfo(2) and statfs(2)/fstatfs(2) of "/" would show the host's uptime, processes and disk: ENOSYS,
+ * which glibc's sysconf(), libuv and os.statvfs() survive. getgroups(2) works (os.getgroups()). */
+static int child_host_figures_hidden(void *userdata) {
+        struct statfs sfs;
+        struct sysinfo si;
+        gid_t groups[4];
+        int fd;
+
+        if (sysinfo(&si) >= 0 || errno != ENOSYS)
+                return CHILD_UNEXPECTED;
+        if (statfs("/", &sfs) >= 0 || errno != ENOSYS)
+                return CHILD_UNEXPECTED;
+        fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return CHILD_UNEXPECTED;
+        if (fstatfs(fd, &sfs) >= 0 || errno != ENOSYS)
+                return CHILD_UNEXPECTED;
+        (void) close(fd);
+        (void) sysconf(_SC_PHYS_PAGES); /* glibc asks sysinfo and ignores its failure: no crash */
+        return getgroups(4, groups) >= 0 ? CHILD_OK : CHILD_UNEXPECTED;
+}
+
 static int child_socket_unix_eacces(void *userdata) {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -470,6 +523,55 @@ static void test_socket_with_network(void **state) {
                 assert_exited_ok(run_child(p, child_socket_unix_eacces, NULL),
                                  "socket(AF_UNIX) → EACCES with network");
                 assert_killed_by_sigsys(run_child(p, child_socket_packet, NULL), "socket(AF_PACKET)");
+        }
+}
+
+static void test_host_figures_hidden(void **state) {
+        Programs *progs = get_programs(state);
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                for (int net = 0; net < 2; net++) {
+                        assert_exited_ok(run_child(progs->final[l][net], child_host_figures_hidden, NULL),
+                                         "sysinfo/statfs → ENOSYS, getgroups works (final stage)");
+                        assert_exited_ok(run_child(progs->exec[l][net], child_host_figures_hidden, NULL),
+                                         "sysinfo/statfs → ENOSYS, getgroups works (exec stage)");
+                }
+}
+
+/* Issue 12: with network, AF_INET/AF_INET6 admitted any protocol, so MPTCP and UDP-Lite sockets were
+ * created. Only TCP and UDP remain; the rest is killed, flag bits or not. */
+static void test_socket_inet_only_tcp_udp(void **state) {
+        static int killed[][3] = {
+                { AF_INET, SOCK_STREAM, 262 /* IPPROTO_MPTCP */ },
+                { AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 262 },
+                { AF_INET, SOCK_DGRAM, IPPROTO_UDPLITE },
+                { AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK, IPPROTO_UDPLITE },
+                { AF_INET, SOCK_STREAM, IPPROTO_SCTP },
+                { AF_INET, SOCK_SEQPACKET, 0 },
+                { AF_INET, SOCK_DGRAM, IPPROTO_ICMP },
+                { AF_INET, SOCK_RAW, IPPROTO_RAW },
+                { AF_INET, SOCK_STREAM, IPPROTO_UDP },
+                { AF_INET6, SOCK_DGRAM, IPPROTO_TCP },
+        };
+        Programs *progs = get_programs(state);
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++) {
+                const SeccompProgram *p = progs->final[l][true];
+                int status;
+
+                status = run_child(NULL, child_socket_tcp_udp_work, NULL);
+                if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+                        skip(); /* no IPv4 or IPv6 in this kernel */
+                assert_exited_ok(run_child(p, child_socket_tcp_udp_work, NULL), "TCP and UDP sockets");
+                assert_exited_ok(run_child(progs->exec[l][true], child_socket_tcp_udp_work, NULL),
+                                 "TCP and UDP sockets, exec stage");
+                for (size_t i = 0; i < sizeof(killed) / sizeof(killed[0]); i++) {
+                        assert_killed_by_sigsys(run_child(p, child_socket_args, killed[i]),
+                                                "socket() of another protocol, final stage");
+                        assert_killed_by_sigsys(
+                                run_child(progs->exec[l][true], child_socket_args, killed[i]),
+                                "socket() of another protocol, exec stage");
+                }
         }
 }
 
@@ -701,6 +803,8 @@ int main(void) {
                 cmocka_unit_test(test_threads_work),
                 cmocka_unit_test(test_socket_without_network),
                 cmocka_unit_test(test_socket_with_network),
+                cmocka_unit_test(test_socket_inet_only_tcp_udp),
+                cmocka_unit_test(test_host_figures_hidden),
                 cmocka_unit_test(test_foreign_abis_killed),
                 cmocka_unit_test(test_ioctl_filtered),
                 cmocka_unit_test(test_final_kills_never_allow),

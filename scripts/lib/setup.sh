@@ -13,6 +13,8 @@ RUNTIME_PACKAGES=(python3 python3-requests python3-httpx python3-jinja2 python3-
                   python3-pandas nodejs python3-pip npm)
 TEST_PACKAGES=(python3-pytest procps util-linux iproute2 systemd-container dbus python3-matplotlib nginx man-db
                python3-dbus python3-gi debhelper dpkg-dev fakeroot lintian rpm rpmlint debootstrap)
+# The real-kernel tier (tests/rig/vm): QEMU and what builds its cached Debian image.
+VM_PACKAGES=(qemu-system-x86 qemu-utils openssh-client e2fsprogs debootstrap)
 # arm64: a cross-build with Debian's cross compiler and the :arm64 development packages (multiarch).
 CROSS_ARM64_PACKAGES=(crossbuild-essential-arm64 libseccomp-dev:arm64 libcap-dev:arm64 libjson-c-dev:arm64
                       libsystemd-dev:arm64 libyaml-dev:arm64 libmicrohttpd-dev:arm64 libcmocka-dev:arm64)

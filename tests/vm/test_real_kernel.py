@@ -107,10 +107,7 @@ def test_api_smoke(guest):
 def test_escape_smoke(guest):
     for name in ("python/execv.py", "python/fork.py", "python/read_host_secrets.py",
                  "nodejs/cp_spawn.js", "nodejs/read_host_secrets.js"):
-        path = os.path.join(TOP, "tests", "escape", name)
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
+        with open(os.path.join(TOP, "tests", "escape", name)) as f:
             code = f.read()
         data = guest.run(code, language="nodejs" if name.endswith(".js") else "python3")
         assert MARKER not in data["stdout"] + data["stderr"], (name, data)

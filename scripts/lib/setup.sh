@@ -13,6 +13,11 @@ RUNTIME_PACKAGES=(python3 python3-requests python3-httpx python3-jinja2 python3-
                   python3-pandas nodejs python3-pip npm)
 TEST_PACKAGES=(clang python3-pytest procps util-linux iproute2 systemd-container dbus python3-matplotlib nginx man-db
                python3-dbus python3-gi debhelper dpkg-dev fakeroot lintian rpm rpmlint debootstrap)
+# The real-kernel tier (tests/rig/vm): QEMU and what builds its cached Debian image.
+VM_PACKAGES=(qemu-system-x86 qemu-utils openssh-client e2fsprogs debootstrap)
+# arm64: a cross-build with Debian's cross compiler and the :arm64 development packages (multiarch).
+CROSS_ARM64_PACKAGES=(crossbuild-essential-arm64 libseccomp-dev:arm64 libcap-dev:arm64 libjson-c-dev:arm64
+                      libsystemd-dev:arm64 libyaml-dev:arm64 libmicrohttpd-dev:arm64 libcmocka-dev:arm64)
 
 step() { printf '==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -66,5 +71,27 @@ prepare_runtimes() {
                 step "preparing the $language runtime tree"
                 "$PREFIX/libexec/difysandbox/difysandbox-prepare-runtime" "$language" ||
                         die "preparing the $language runtime tree failed"
+        done
+}
+
+# Build for arm64 in $1 with tests/rig/cross-arm64.ini (-Dwerror=true) and check that what came out is
+# aarch64 code. Returns non-zero, having said why, instead of dying: it is one check of ./scripts/test.
+cross_build_arm64() {
+        local dir=$1 elf
+        if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+                step "adding arm64 to dpkg's architectures (for the :arm64 development packages)"
+                dpkg --add-architecture arm64 && apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null ||
+                        { echo "cannot add the arm64 architecture" >&2; return 1; }
+        fi
+        (ensure_packages "${CROSS_ARM64_PACKAGES[@]}") || return 1
+        if [ ! -f "$dir/build.ninja" ]; then
+                meson setup "$dir" "$DIFYSANDBOX_TOP" --cross-file "$DIFYSANDBOX_TOP/tests/rig/cross-arm64.ini" \
+                        -Dwerror=true >/dev/null || { echo "meson setup for arm64 failed" >&2; return 1; }
+        fi
+        ninja -C "$dir" >/dev/null || { ninja -C "$dir"; return 1; }
+        for elf in difysandbox libdifysandbox-enter.so src/worker/difysandbox-worker src/ctl/difysandboxctl \
+                   src/manager/difysandbox-manager tests/unit/test-seccomp-policy; do
+                LC_ALL=C readelf -h "$dir/$elf" 2>/dev/null | grep -q 'Machine:[[:space:]]*AArch64' ||
+                        { echo "$dir/$elf is not an arm64 ELF file" >&2; return 1; }
         done
 }

@@ -39,13 +39,16 @@ static const char *const nodejs_environment[] = {
 };
 
 /* clang-format off */
+/* A row may leave out its last field, arch: RULE_ARCH_ALL is 0 (seccomp-policy.h). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const SyscallRule nodejs_rules[] = {
         /* name             action              reason */
         { "bind",           RULE_NETWORK,       "sockets with network" },
         { "capget",         RULE_ALLOW,         "Node reads its capabilities at start-up (all empty here)" },
         { "connect",        RULE_NETWORK,       "TCP and resolver connects" },
         { "epoll_pwait",    RULE_ALLOW,         "libuv event loop" },
-        { "epoll_wait",     RULE_ALLOW,         "libuv event loop of Debian's Node.js 18 (20 uses epoll_pwait)" },
+        { "epoll_wait",     RULE_ALLOW,         "libuv event loop of Debian's Node.js 18 (20 uses epoll_pwait)", RULE_ARCH_X86_64 },
         { "eventfd2",       RULE_ALLOW,         "libuv async handles" },
         { "fstat",          RULE_ALLOW,         "libuv fs.fstat" },
         { "getpeername",    RULE_NETWORK,       "socket.remoteAddress" },
@@ -64,6 +67,7 @@ static const SyscallRule nodejs_rules[] = {
         { "socket",         RULE_SOCKET_NETLINK, "TCP/UDP and NETLINK_ROUTE (AI_ADDRCONFIG) with network; EACCES otherwise" },
         { "statx",          RULE_ALLOW,         "libuv stat calls" },
 };
+#pragma GCC diagnostic pop
 /* clang-format on */
 
 static const Runtime nodejs = {

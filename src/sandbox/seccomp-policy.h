@@ -19,10 +19,20 @@ typedef enum RuleAction {
         _RULE_ACTION_MAX,
 } RuleAction;
 
+/* Where the syscall exists. A row leaves it out (RULE_ARCH_ALL): the name must then resolve on every
+ * architecture we build for, or compiling fails. Legacy calls that the generic syscall ABI (arm64) has
+ * only as their *at / p* successor are marked RULE_ARCH_X86_64, and the successor has its own row. */
+typedef enum RuleArch {
+        RULE_ARCH_ALL,
+        RULE_ARCH_X86_64,
+        _RULE_ARCH_MAX,
+} RuleArch;
+
 typedef struct SyscallRule {
         const char *name;
         RuleAction action;
         const char *reason;
+        RuleArch arch; /* optional fourth field of a row; see RuleArch */
 } SyscallRule;
 
 typedef struct IoctlRule {

@@ -97,14 +97,29 @@ static int add_ioctl_rules(scmp_filter_ctx ctx) {
         return 0;
 }
 
-static int add_rule(scmp_filter_ctx ctx, const SyscallRule *rule, bool network, SeccompStage stage) {
+/* rule->name on the target architecture: 1 when the filter gets the row, 0 when the row is marked for
+ * another architecture, -ENOSYS when a row meant for every architecture does not exist on this one (the
+ * table is wrong: refusing beats a silently missing row). */
+static int rule_applies(const SyscallRule *rule, uint32_t arch) {
         int nr;
 
-        nr = seccomp_syscall_resolve_name(rule->name);
+        if (rule->arch == RULE_ARCH_X86_64 && arch != SCMP_ARCH_X86_64)
+                return 0;
+        nr = seccomp_syscall_resolve_name_arch(arch, rule->name);
         if (nr == __NR_SCMP_ERROR)
                 return -EINVAL;
-        if (nr < 0)
-                return 0; /* a pseudo-syscall: this architecture does not have it */
+        return nr < 0 ? -ENOSYS : 1;
+}
+
+static int add_rule(scmp_filter_ctx ctx, const SyscallRule *rule, bool network, SeccompStage stage,
+                    uint32_t arch) {
+        int nr, r;
+
+        r = rule_applies(rule, arch);
+        if (r <= 0)
+                return r;
+        /* libseccomp takes the native number and translates it by name for a foreign target. */
+        nr = seccomp_syscall_resolve_name(rule->name);
 
         switch (rule->action) {
         case RULE_ALLOW:
@@ -192,6 +207,11 @@ static int export_program(scmp_filter_ctx ctx, SeccompProgram **ret) {
 
 int seccomp_compile(const Runtime *rt, bool network, SeccompStage stage, char *const *extra,
                     SeccompProgram **ret) {
+        return seccomp_compile_arch(rt, network, stage, extra, seccomp_arch_native(), ret);
+}
+
+int seccomp_compile_arch(const Runtime *rt, bool network, SeccompStage stage, char *const *extra,
+                         uint32_t arch, SeccompProgram **ret) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         const SyscallRule *common;
         size_t n_common;
@@ -200,6 +220,14 @@ int seccomp_compile(const Runtime *rt, bool network, SeccompStage stage, char *c
         ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
         if (!ctx)
                 return -ENOMEM;
+        if (arch != seccomp_arch_native()) {
+                r = seccomp_arch_add(ctx, arch);
+                if (r < 0)
+                        return r;
+                r = seccomp_arch_remove(ctx, SCMP_ARCH_NATIVE);
+                if (r < 0)
+                        return r;
+        }
         /* x32 and i386 (int 0x80) calls carry another audit arch or the x32 bit: kill them too. */
         r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
         if (r < 0)
@@ -211,12 +239,12 @@ int seccomp_compile(const Runtime *rt, bool network, SeccompStage stage, char *c
 
         common = seccomp_common_rules(&n_common);
         for (size_t i = 0; i < n_common; i++) {
-                r = add_rule(ctx, &common[i], network, stage);
+                r = add_rule(ctx, &common[i], network, stage, arch);
                 if (r < 0)
                         return r;
         }
         for (size_t i = 0; i < rt->n_rules; i++) {
-                r = add_rule(ctx, &rt->rules[i], network, stage);
+                r = add_rule(ctx, &rt->rules[i], network, stage, arch);
                 if (r < 0)
                         return r;
         }
@@ -230,9 +258,9 @@ int seccomp_compile(const Runtime *rt, bool network, SeccompStage stage, char *c
                 action = table_action(rt, *name);
                 if (action >= 0 && action != RULE_ALLOW && action != RULE_NETWORK && action != RULE_STARTUP)
                         return -EPERM;
-                nr = seccomp_syscall_resolve_name(*name);
-                if (nr == __NR_SCMP_ERROR)
+                if (seccomp_syscall_resolve_name_arch(arch, *name) == __NR_SCMP_ERROR)
                         return -EINVAL;
+                nr = seccomp_syscall_resolve_name(*name);
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
                 if (r < 0 && r != -EEXIST)
                         return r;

@@ -7,6 +7,7 @@
 
 #include <linux/filter.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef struct Runtime Runtime;
 
@@ -26,6 +27,10 @@ typedef struct SeccompProgram {
  * limits its arguments or fails it with an errno (a plain allow would undo that row). */
 int seccomp_compile(const Runtime *rt, bool network, SeccompStage stage, char *const *extra,
                     SeccompProgram **ret);
+/* The same for arch, an SCMP_ARCH_* token: the tests compile the tables for every architecture we ship
+ * (arm64 on an x86-64 build host). A program for a foreign arch is for inspection, not for installing. */
+int seccomp_compile_arch(const Runtime *rt, bool network, SeccompStage stage, char *const *extra,
+                         uint32_t arch, SeccompProgram **ret);
 SeccompProgram *seccomp_program_free(SeccompProgram *p);
 
 /* Installs p on the calling thread (no_new_privs must be set). No allocation: safe after clone(). */

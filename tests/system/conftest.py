@@ -1,4 +1,4 @@
-"""System tests: a real systemd as PID 1 in a container (../shared/tools/systemd-container), with the
+"""System tests: a real systemd as PID 1 in a container (tests/rig/systemd-container), with the
 project installed inside the way a package installs it, driven through systemctl, journalctl and
 HTTP on the shared loopback."""
 
@@ -12,9 +12,7 @@ import urllib.request
 import pytest
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TOOL = os.environ.get(
-    "SYSTEMD_CONTAINER",
-    os.path.join(os.path.dirname(TOP), "shared", "tools", "systemd-container"))
+TOOL = os.path.join(TOP, "tests", "rig", "systemd-container")
 BUILD = os.environ.get("BUILD_DIR", os.path.join(TOP, "build"))
 NAME = "difysandbox-system-test"
 PORT = 8194
@@ -22,11 +20,10 @@ KEY = "dify-sandbox"
 
 
 class Container:
-    def __init__(self):
-        self.env = dict(os.environ, SDCT_NAME=NAME)
+    name = NAME
 
     def tool(self, *args, check=True, timeout=300):
-        return subprocess.run(["bash", TOOL, *args], env=self.env, check=check,
+        return subprocess.run([TOOL, "--name", self.name, *args], check=check,
                               capture_output=True, text=True, timeout=timeout)
 
     def sh(self, script, check=True, timeout=300):
@@ -70,8 +67,6 @@ def run(code, language="python3", timeout=60):
 def container():
     if os.geteuid() != 0:
         pytest.fail("system tests need root (they boot systemd in a container)")
-    if not os.path.isfile(TOOL):
-        pytest.fail(f"no {TOOL}: the shared folder must sit beside the checkout (or set SYSTEMD_CONTAINER)")
     if not os.path.exists(os.path.join(BUILD, "build.ninja")):
         pytest.fail(f"no build in {BUILD}: run ./scripts/test, which builds first")
     c = Container()

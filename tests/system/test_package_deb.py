@@ -56,8 +56,7 @@ def report_timings(request):
 
 
 class PackageContainer(Container):
-    def __init__(self):
-        self.env = dict(os.environ, SDCT_NAME=NAME)
+    name = NAME
 
     def apt(self, args, timeout=900):
         return self.sh("export DEBIAN_FRONTEND=noninteractive; "

@@ -1,0 +1,130 @@
+"""The real-kernel tier: a Debian 12 VM (tests/rig/vm) with its own kernel, systemd as PID 1, pure
+cgroup v2 and systemd's BPF firewall, with this checkout's .deb installed. One VM serves every test of
+the tier: booting under TCG emulation costs ~30-60 s, installing the package more.
+
+When this host cannot boot a guest (no QEMU packages and no way to install them) the whole tier fails
+with that reason: ./scripts/test decides beforehand whether to run it and says so."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RIG = os.path.join(TOP, "tests", "rig", "vm")
+BUILD_DEB = os.path.join(TOP, "packaging", "build-deb")
+NAME = "difysandbox-vm-test"
+KEY = "dify-sandbox"
+# Virtual packages debootstrap cannot resolve, and what provides them in the image already.
+VIRTUAL = {"default-dbus-system-bus": "dbus", "dbus-system-bus": "dbus"}
+
+
+def rig(*args, check=True, timeout=600, **kw):
+    p = subprocess.run([RIG, "--name", NAME, *args], capture_output=True, text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise AssertionError(f"tests/rig/vm {' '.join(args)} exited {p.returncode}\n"
+                             f"stdout: {p.stdout[-3000:]}\nstderr: {p.stderr[-5000:]}")
+    return p
+
+
+def depends_of(deb):
+    """The .deb's Depends as package names for debootstrap: first alternative, no versions."""
+    field = subprocess.run(["dpkg-deb", "-f", deb, "Depends"], capture_output=True, text=True,
+                           check=True).stdout
+    names = set()
+    for dep in field.split(","):
+        name = re.sub(r"\s*\(.*?\)", "", dep.split("|")[0]).strip()
+        if name:
+            names.add(VIRTUAL.get(name, name))
+    return sorted(names)
+
+
+class Guest:
+    def __init__(self, port):
+        self.port = port
+
+    def sh(self, script, check=True, timeout=300):
+        p = rig("run", "bash", "-c", script, check=False, timeout=timeout)
+        if check and p.returncode != 0:
+            raise AssertionError(f"in the VM: {script!r} exited {p.returncode}\n"
+                                 f"stdout: {p.stdout[-3000:]}\nstderr: {p.stderr[-3000:]}")
+        return p
+
+    def request(self, method, path, body=None, key=KEY, timeout=120):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method)
+        if key is not None:
+            req.add_header("X-Api-Key", key)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def run(self, code, language="python3", network=True, timeout=180):
+        status, body = self.request("POST", "/v1/sandbox/run",
+                                    {"language": language, "code": code, "preload": "",
+                                     "enable_network": network}, timeout=timeout)
+        assert status == 200, body
+        envelope = json.loads(body)
+        assert envelope["code"] == 0, envelope
+        return envelope["data"]
+
+
+@pytest.fixture(scope="session")
+def deb():
+    out = tempfile.mkdtemp(prefix="difysandbox-vm-deb.")
+    try:
+        p = subprocess.run([BUILD_DEB, out], env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck parallel=2"),
+                           capture_output=True, text=True, timeout=1200)
+        assert p.returncode == 0, f"packaging/build-deb failed:\n{p.stdout[-4000:]}\n{p.stderr[-2000:]}"
+        debs = [f for f in os.listdir(out) if re.fullmatch(r"difysandbox_[^_]+_amd64\.deb", f)]
+        assert len(debs) == 1, os.listdir(out)
+        yield os.path.join(out, debs[0])
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def guest(deb):
+    if os.geteuid() != 0:
+        pytest.fail("the VM tier needs root")
+    p = rig("can-boot", check=False)
+    if p.returncode != 0:
+        pytest.fail("this host cannot boot the test VM: " + p.stdout.strip())
+    rig("down", check=False)
+    try:
+        rig("up", "--include", ",".join(depends_of(deb)), timeout=1800)
+        rig("copy-in", deb, "/root/difysandbox.deb")
+        # The image holds every Depends already: dpkg alone installs, with no network.
+        g = Guest(int(rig("port", "8194").stdout))
+        # Emulation runs code ~10 times slower than the hardware the packaged worker_timeout and cpu_time
+        # (5 s each) are meant for: reclaim at MemoryMax alone burnt 5 s of CPU before the OOM kill. An
+        # operator's drop-in gives runs more, so that the limits under test, not the clock, stop them.
+        g.sh("mkdir -p /etc/difysandbox/config.d && printf 'worker_timeout: 30\\ncpu_time: 60\\n' > "
+             "/etc/difysandbox/config.d/50-emulated-vm.yaml")
+        g.sh("dpkg -i /root/difysandbox.deb >/root/dpkg.log 2>&1 || { tail -40 /root/dpkg.log; exit 1; }",
+             timeout=1200)
+        deadline = time.time() + 120
+        while True:
+            try:
+                if g.request("GET", "/health", key=None, timeout=30)[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                pytest.fail("the packaged difysandbox.socket never answered /health in the VM:\n" +
+                            g.sh("journalctl -n 60 --no-pager", check=False).stdout)
+            time.sleep(1)
+        yield g
+    finally:
+        rig("down", check=False)

@@ -1,0 +1,162 @@
+"""What only a real kernel shows: pure cgroup v2 under systemd, its BPF firewall, the OOM cause from
+the cgroup, with the packaged service of this checkout (tests/vm/conftest.py)."""
+
+import json
+import os
+import shlex
+import threading
+import time
+
+import pytest
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MARKER = "DIFYSANDBOX-" + "ESCAPED"
+PROBE = ("import sys, urllib.request as u\n"
+         "try:\n    u.urlopen(sys.argv[1], timeout=5); print('reached')\n"
+         "except Exception as e:\n    print('blocked', e)\n")
+
+
+def test_guest_is_pure_cgroup_v2_with_systemd(guest):
+    assert guest.sh("stat -fc %T /sys/fs/cgroup").stdout.strip() == "cgroup2fs"
+    assert guest.sh("cat /proc/1/comm").stdout.strip() == "systemd"
+    # no v1 hierarchy anywhere: the hybrid code paths cannot be what passes here
+    assert guest.sh("grep -c ' cgroup ' /proc/self/mounts || true").stdout.strip() == "0"
+    controllers = guest.sh("cat /sys/fs/cgroup/cgroup.controllers").stdout.split()
+    assert {"cpu", "memory", "pids"} <= set(controllers), controllers
+
+
+def api_body(code, language="python3"):
+    return shlex.quote(json.dumps({"language": language, "code": code, "preload": "", "enable_network": False}))
+
+
+# Fills memory page by page (bytes of b'x', not calloc()ed zeroes that are never touched) until the
+# cgroup's MemoryMax stops it; the VM has 2 GiB, the run 512 MiB.
+MEMORY_HOG = "chunks = []\nwhile True:\n    chunks.append(b'x' * (32 << 20))\n"
+
+
+def test_socket_activated_run_is_in_a_v2_scope_with_its_limits(guest):
+    # All in the guest, so that ssh round trips of an emulated machine do not outlast the run (the
+    # packaged worker_timeout is 5 s): send a run, find its scope, read the v2 files, wait.
+    out = guest.sh(
+        "curl -s -m 60 -H 'X-Api-Key: dify-sandbox' -H 'Content-Type: application/json' "
+        f"-d {api_body('import time; time.sleep(3); print(chr(100) + chr(111) + chr(110) + chr(101))')} "
+        "http://127.0.0.1:8194/v1/sandbox/run > /tmp/run.json & "
+        "for i in $(seq 1 400); do s=$(systemctl list-units --no-legend --plain 'difysandbox-run-*.scope' "
+        "| awk '{print $1}' | head -1); [ -n \"$s\" ] && break; sleep 0.02; done; "
+        "d=$(find /sys/fs/cgroup -type d -name \"$s\" | head -1); echo \"$d\"; "
+        "cat $d/memory.max $d/memory.swap.max $d/pids.max $d/cpu.max; wait; echo; cat /tmp/run.json",
+        timeout=120).stdout.split("\n")
+    path, memory_max, swap_max, pids_max, cpu_max = out[:5]
+    data = json.loads(out[-1])["data"]
+    assert data["stdout"] == "done\n", data
+    assert "/difysandbox-runs.slice/difysandbox-run-" in path and path.endswith(".scope"), out
+    assert memory_max == str(512 << 20), out
+    assert swap_max == "0", out
+    assert pids_max == "64", out
+    assert cpu_max == "100000 100000", out
+    # a socket-activated instance answered it
+    assert "difysandbox@" in guest.sh("journalctl -o cat _PID=1 --no-pager | grep 'Started difysandbox@' | "
+                                      "tail -1").stdout
+
+
+RUNS_SLICE = "/sys/fs/cgroup/difysandbox.slice/difysandbox-runs.slice"
+
+
+def oom_kills(guest, cgroup):
+    events = guest.sh(f"cat {cgroup}/memory.events").stdout
+    return int(dict(line.split() for line in events.splitlines())["oom_kill"])
+
+
+def test_oom_is_reported_from_the_cgroup_memory_events(guest):
+    # On v2 the run's scope is observable, so the cause comes from its memory.events (result.c infers
+    # it from SIGKILL only where no cgroup can be read); the kernel's count in the slice agrees.
+    before = oom_kills(guest, RUNS_SLICE)
+    data = guest.run(MEMORY_HOG)
+    assert "error: memory limit exceeded" in data["error"], data
+    assert oom_kills(guest, RUNS_SLICE) > before
+    data = guest.run("print('fine after')")
+    assert data["stdout"] == "fine after\n" and data["error"] == "", data
+
+
+def test_bpf_wall_of_the_runs_slice_blocks_a_process_that_bypasses_the_proxy(guest):
+    addr = guest.sh("ip -4 -o addr show scope global | awk '{print $4}' | cut -d/ -f1 | head -1").stdout.strip()
+    assert addr, "the VM has no non-loopback IPv4 address"
+    guest.sh("systemd-run --unit=wall-target --quiet python3 -m http.server 18181 --bind 0.0.0.0 && sleep 2")
+    try:
+        url = f"http://{addr}:18181/"
+        # The same direct connection, outside and inside the slice: only the slice's wall differs.
+        outside = guest.sh(f"systemd-run --quiet --wait --pipe /usr/bin/python3 -c {shlex.quote(PROBE)} {url}",
+                           timeout=120).stdout
+        assert "reached" in outside, outside
+        inside = guest.sh(f"systemd-run --quiet --wait --pipe --slice=difysandbox-runs.slice "
+                          f"/usr/bin/python3 -c {shlex.quote(PROBE)} {url}", timeout=120).stdout
+        assert "blocked" in inside, inside
+    finally:
+        guest.sh("systemctl stop wall-target.service", check=False)
+
+
+def test_api_smoke(guest):
+    status, body = guest.request("GET", "/health", key=None)
+    assert status == 200 and body.strip() == b'"ok"'
+    assert guest.run("print(6 * 7)")["stdout"] == "42\n"
+    assert guest.run("console.log(6 * 7)", language="nodejs")["stdout"] == "42\n"
+    status, _ = guest.request("POST", "/v1/sandbox/run", {"language": "python3", "code": "1"}, key="wrong")
+    assert status == 401
+
+
+def test_escape_smoke(guest):
+    for name in ("python/execv.py", "python/fork.py", "python/read_host_secrets.py",
+                 "nodejs/cp_spawn.js", "nodejs/read_host_secrets.js"):
+        with open(os.path.join(TOP, "tests", "escape", name)) as f:
+            code = f.read()
+        data = guest.run(code, language="nodejs" if name.endswith(".js") else "python3")
+        assert MARKER not in data["stdout"] + data["stderr"], (name, data)
+
+
+def serve_run(guest, code, port=8200):
+    out = guest.sh(f"curl -sS -m 120 -H 'X-Api-Key: dify-sandbox' -H 'Content-Type: application/json' "
+                   f"-d {api_body(code)} http://127.0.0.1:{port}/v1/sandbox/run", timeout=180).stdout
+    envelope = json.loads(out)
+    assert envelope["code"] == 0, envelope
+    return envelope["data"]
+
+
+def journal(guest):
+    return guest.sh("journalctl -u dsb-serve --no-pager -n 60", check=False).stdout
+
+
+@pytest.mark.xfail(strict=True, reason="found by this tier: src/sandbox/cgroup.c ensure_v2_delegation() writes "
+                   "+memory +pids +cpu to the cgroup.subtree_control of serve's own cgroup while serve is in it "
+                   "(EBUSY: no internal processes on v2); serve must first move itself into a leaf")
+def test_serve_in_a_delegated_v2_subtree(guest):
+    """`difysandbox serve` without the socket units, in a cgroup systemd delegated to it: the standalone
+    v2 path (its own run cgroups, cgroup.kill on timeout, memory.events for the OOM cause)."""
+    # With /run/systemd hidden, serve does not see systemd (sd_booted() is false) and takes the standalone
+    # path, as in a container or on a host without systemd; its cgroup is still one systemd delegated.
+    guest.sh("systemctl stop dsb-serve.service 2>/dev/null; systemctl reset-failed dsb-serve.service 2>/dev/null;"
+             "systemd-run --unit=dsb-serve -p Delegate=yes unshare -m --propagation private sh -c "
+             "'mount -t tmpfs tmpfs /run/systemd && exec /usr/bin/difysandbox serve --listen 127.0.0.1:8200'",
+             check=False)
+    try:
+        deadline = time.time() + 60
+        while guest.sh("curl -sf http://127.0.0.1:8200/health", check=False).returncode != 0:
+            assert time.time() < deadline, journal(guest)
+            time.sleep(1)
+        cg = "/sys/fs/cgroup" + guest.sh("systemctl show -P ControlGroup dsb-serve.service").stdout.strip()
+        data = serve_run(guest, "print(6 * 7)")
+        assert data["stdout"] == "42\n", (data, journal(guest))
+        before = oom_kills(guest, cg)
+        data = serve_run(guest, MEMORY_HOG)
+        assert "error: memory limit exceeded" in data["error"], data
+        assert oom_kills(guest, cg) > before  # the OOM happened below the delegated cgroup
+        data = serve_run(guest, "import threading, time\n"
+                                "threading.Thread(target=time.sleep, args=(600,)).start()\n"
+                                "time.sleep(600)\n")
+        assert "error: timeout" in data["error"], data
+        # runs lived below the delegated cgroup, and none is left (cgroup.kill, then rmdir)
+        left = guest.sh(f"find {cg} -mindepth 1 -type d -name 'run-*'", check=False).stdout.split()
+        assert left == [], left
+        assert guest.sh(f"test -d {cg}/difysandbox", check=False).returncode == 0, \
+            guest.sh(f"find {cg} -type d", check=False).stdout
+    finally:
+        guest.sh("systemctl stop dsb-serve.service", check=False)

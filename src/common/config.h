@@ -25,18 +25,18 @@ typedef struct Config {
         char **allowed_env_vars; /* NULL-terminated: variables of our environment runs get too */
 
         /* ours (difysandbox.conf(5)) */
-        uint64_t memory_max;        /* bytes, cgroup memory limit of one run */
-        uint32_t cpu_quota_percent; /* percent of one CPU, as CPUQuota= */
-        uint64_t cpu_time_usec;     /* RLIMIT_CPU of one run */
-        uint32_t tasks_max;         /* processes and threads of one run (pids.max and RLIMIT_NPROC) */
-        uint64_t output_max;        /* bytes of stdout and of stderr kept; more ends the run */
-        uint64_t code_max;          /* bytes of code accepted (preload included); the body is 64K more */
+        uint64_t memory_max;         /* bytes, cgroup memory limit of one run */
+        uint32_t cpu_quota_percent;  /* percent of one CPU, as CPUQuota= */
+        uint64_t cpu_time_usec;      /* RLIMIT_CPU of one run */
+        uint32_t tasks_max;          /* processes and threads of one run (pids.max and RLIMIT_NPROC) */
+        uint64_t output_max;         /* bytes of stdout and of stderr kept; more ends the run */
+        uint64_t code_max;           /* bytes of code accepted (preload included); the body is 64K more */
         uint64_t queue_timeout_usec; /* how long an admitted request waits for a worker slot */
-        uint64_t tmp_size;          /* bytes of the run's /tmp tmpfs */
-        uint32_t open_files_max;    /* RLIMIT_NOFILE */
-        uint32_t uid_min, uid_max;  /* the UID pool, inclusive */
-        bool prewarm;               /* the runner keeps a warm pool of prepared runs */
-        uint32_t pool_python3;      /* prepared runs the pool keeps per language */
+        uint64_t tmp_size;           /* bytes of the run's /tmp tmpfs */
+        uint32_t open_files_max;     /* RLIMIT_NOFILE */
+        uint32_t uid_min, uid_max;   /* the UID pool, inclusive */
+        bool prewarm;                /* the runner keeps a warm pool of prepared runs */
+        uint32_t pool_python3;       /* prepared runs the pool keeps per language */
         uint32_t pool_nodejs;
         char **preload_python3; /* NULL-terminated modules a prepared interpreter imports */
         char **preload_nodejs;

@@ -509,7 +509,8 @@ def test_stats_count_the_runs_by_result(container):
     samples, p50, p95, p99 = after["Latency"]["python3"]
     assert samples == before["Latency"]["python3"][0] + 7 and 0 < p50 <= p95 <= p99
     assert p99 >= 1_800_000  # the timeout run took its two seconds
-    assert after["UidPoolSize"] == 1000 and after["UidPoolFree"] == 1000
+    # Free but for the runner's warm pool: its prepared runs (pool_size: 2 + 1) hold a UID each.
+    assert after["UidPoolSize"] == 1000 and 1000 - 3 <= after["UidPoolFree"] <= 1000, after
     assert after["ActiveRuns"] == 0
     assert after["UptimeUSec"] > 0 and after["StatsSinceUSec"] > 0
     # Stats live with the workers, not the manager: a restart keeps them.

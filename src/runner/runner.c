@@ -39,6 +39,10 @@
 /* After a slot failed to prepare, the next try waits this long, doubling up to the maximum. */
 #define BACKOFF_MIN_USEC (UINT64_C(1) * USEC_PER_SEC)
 #define BACKOFF_MAX_USEC (UINT64_C(60) * USEC_PER_SEC)
+/* The pool is refilled only after this long without a new run: preparing (an interpreter start, the
+ * preload imports: a third of a second for pandas) must not compete with a burst of runs, and the gaps
+ * between Dify's code nodes (an LLM call, a user) are far longer. */
+#define REFILL_QUIET_USEC (UINT64_C(100) * 1000)
 /* Connections of workers at once: one per HTTP connection, so far above MaxConnections=. */
 #define CONNECTIONS_MAX 4096U
 
@@ -58,6 +62,7 @@ struct Runner {
         Conn *conns;
         unsigned n_conns;
         uint64_t backoff_usec, prepare_not_before; /* CLOCK_MONOTONIC */
+        uint64_t last_run_usec;                     /* when the last run request came */
         sigset_t old_mask;
 };
 
@@ -309,9 +314,16 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata);
  * busy with runs). */
 static void pool_refill(Runner *r) {
         Language language = pool_next_to_prepare(&r->pool);
+        uint64_t now = now_usec(), quiet_at = r->last_run_usec + REFILL_QUIET_USEC;
 
-        if (language < 0 || now_usec() < r->prepare_not_before)
+        if (language < 0 || now < r->prepare_not_before)
                 return; /* the periodic timer looks again */
+        if (now < quiet_at) {
+                /* Runs are coming: look again once they pause, not only at the next periodic tick. */
+                (void) sd_event_source_set_time(r->timer, quiet_at);
+                (void) sd_event_source_set_enabled(r->timer, SD_EVENT_ONESHOT);
+                return;
+        }
         slot_start(r, language);
 }
 
@@ -437,11 +449,11 @@ static void retire_stale_slots(Runner *r) {
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Runner *r = userdata;
 
+        (void) sd_event_source_set_time_relative(s, CHECK_INTERVAL_USEC);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         reload_if_stale(r);
         retire_stale_slots(r);
-        pool_refill(r);
-        (void) sd_event_source_set_time_relative(s, CHECK_INTERVAL_USEC);
-        (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
+        pool_refill(r); /* may bring the next tick forward, to when runs pause */
         return 0;
 }
 
@@ -502,6 +514,8 @@ static int dispatch_cold(Runner *r, Conn *c, const RunnerRequest *req, int code_
 
 static int handle_run(Runner *r, Conn *c, const RunnerRequest *req, int code_fd) {
         int e;
+
+        r->last_run_usec = now_usec();
 
         if (!pool_may_handle(&r->pool)) {
                 log_warning("Refusing a run: %u requests (max_requests) are being handled",

@@ -43,6 +43,8 @@
  * preload imports: a third of a second for pandas) must not compete with a burst of runs, and the gaps
  * between Dify's code nodes (an LLM call, a user) are far longer. */
 #define REFILL_QUIET_USEC (UINT64_C(100) * 1000)
+/* How long a stopping runner waits for a pool slot to kill and reap its prepared run. */
+#define STOP_GRACE_USEC (UINT64_C(5) * USEC_PER_SEC)
 /* Connections of workers at once: one per HTTP connection, so far above MaxConnections=. */
 #define CONNECTIONS_MAX 4096U
 
@@ -684,15 +686,30 @@ Runner *runner_free(Runner *r) {
                 return NULL;
         while (r->conns)
                 conn_free(r->conns);
+        /* The pool's slots first see their control socket end: each kills and reaps its prepared run and
+         * exits, so that no run outlives the runner even for a moment. */
         for (size_t i = 0; i < r->pool.n_slots; i++) {
                 PoolSlot *slot = &r->pool.slots[i];
                 sd_event_source_disable_unref(slot->control_source);
                 sd_event_source_disable_unref(slot->child_source);
-                (void) safe_close(slot->control_fd);
-                /* Our children: a slot's run dies with it (PR_SET_PDEATHSIG), a handler's client gets an
-                 * error naming the runner. */
-                (void) kill(slot->pid, SIGKILL);
-                (void) waitpid(slot->pid, NULL, 0);
+                slot->control_fd = safe_close(slot->control_fd);
+        }
+        for (size_t i = 0; i < r->pool.n_slots; i++) {
+                PoolSlot *slot = &r->pool.slots[i];
+                uint64_t deadline = now_usec() + STOP_GRACE_USEC;
+
+                /* A handler's run in flight is lost (its client gets an error naming the runner); a
+                 * slot still preparing, or one that does not go in time, is killed. Our children. */
+                if (slot->state == POOL_SLOT_HANDLING)
+                        (void) kill(slot->pid, SIGKILL);
+                while (waitpid(slot->pid, NULL, WNOHANG) == 0) {
+                        if (now_usec() >= deadline) {
+                                (void) kill(slot->pid, SIGKILL);
+                                (void) waitpid(slot->pid, NULL, 0);
+                                break;
+                        }
+                        (void) usleep(10000);
+                }
         }
         pool_done(&r->pool);
         sd_event_source_disable_unref(r->listener);

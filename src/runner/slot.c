@@ -88,8 +88,10 @@ void slot_main(const HandlerContext *ctx, Language language, bool network, int c
                 .magic = SLOT_MESSAGE_MAGIC,
                 .packages_generation = prepared_run_packages_generation(p),
         };
-        if (runner_send(control_fd, &ready, sizeof(ready), -EBADF) < 0)
+        if (runner_send(control_fd, &ready, sizeof(ready), -EBADF) < 0) {
+                p = prepared_run_free(p); /* the runner is gone or stopping: kill and reap the run */
                 _exit(EXIT_FAILURE);
+        }
 
         r = wait_for_request(ctx, control_fd, p, &req, &conn_fd, &code_fd);
         if (r <= 0) {

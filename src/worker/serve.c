@@ -306,10 +306,6 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
         _cleanup_(runner_client_freep) RunnerClient *runner = NULL;
         int r;
 
-        /* A keep-alive worker must not go on serving when serve is gone (SIGKILLed): nobody would stop
-         * it. The parent may have died before this line. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-                _exit(EXIT_FAILURE);
         (void) safe_close(fds->listen_fd);
         (void) safe_close(fds->signal_fd);
         (void) safe_close(fds->handoff_fd);
@@ -320,6 +316,10 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
                 log_error_errno(r, "Cannot drop the worker's privileges: %m");
                 _exit(EXIT_FAILURE);
         }
+        /* A keep-alive worker must not go on serving when serve is gone (SIGKILLed): nobody would stop
+         * it. Set after setuid(), which clears it; the parent may have died before this line. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                _exit(EXIT_FAILURE);
         r = runner_client_new(NULL, runner_fd, &runner);
         if (r < 0)
                 _exit(EXIT_FAILURE);
@@ -467,6 +467,7 @@ static int runner_start(const Config *cfg, const ServeFds *fds, int handoff_runn
                         r = runner_add_handoff(runner, handoff_runner_end);
                 if (r >= 0)
                         r = runner_run(runner);
+                runner = runner_free(runner); /* its slots reap their runs: _exit() runs no cleanup */
                 _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
         }
         *ret_pid = pid;

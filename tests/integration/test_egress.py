@@ -126,6 +126,12 @@ class Listener:
 
     def close(self):
         self.stopped = True
+        # shutdown() first: it wakes the thread blocked in accept(). A close() alone would leave the socket
+        # listening for as long as that accept() lasts, answering later tests' connections to its port.
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
 
 

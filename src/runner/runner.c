@@ -64,7 +64,7 @@ struct Runner {
         Conn *conns;
         unsigned n_conns;
         uint64_t backoff_usec, prepare_not_before; /* CLOCK_MONOTONIC */
-        uint64_t last_run_usec;                     /* when the last run request came */
+        uint64_t last_run_usec;                    /* when the last run request came */
         sigset_t old_mask;
 };
 

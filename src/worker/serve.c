@@ -517,6 +517,15 @@ static int worker_user_resolve(const Config *cfg, ServeFds *fds) {
         return 0;
 }
 
+/* The line the tests and operators read to know serve is up, and with what. */
+static void log_serving(const Config *cfg, const char *bound) {
+        log_info("Serving on %s: max_workers=%" PRIu32 " max_requests=%" PRIu32 " worker_timeout=%" PRIu64
+                 ".%03" PRIu64 "s enable_network=%s enable_preload=%s",
+                 bound, cfg->max_workers, cfg->max_requests, cfg->worker_timeout_usec / USEC_PER_SEC,
+                 cfg->worker_timeout_usec % USEC_PER_SEC / 1000, cfg->enable_network ? "yes" : "no",
+                 cfg->enable_preload ? "yes" : "no");
+}
+
 int serve_main(Config *cfg, const char *listen_addr) {
         _cleanup_close_ int listen_fd = -EBADF, signal_fd = -EBADF, handoff_fd = -EBADF;
         _cleanup_(workers_done) Workers workers = { 0 };
@@ -555,11 +564,7 @@ int serve_main(Config *cfg, const char *listen_addr) {
                 return r;
         }
 
-        log_info("Serving on %s: max_workers=%" PRIu32 " max_requests=%" PRIu32 " worker_timeout=%" PRIu64
-                 ".%03" PRIu64 "s enable_network=%s enable_preload=%s",
-                 bound, cfg->max_workers, cfg->max_requests, cfg->worker_timeout_usec / USEC_PER_SEC,
-                 cfg->worker_timeout_usec % USEC_PER_SEC / 1000, cfg->enable_network ? "yes" : "no",
-                 cfg->enable_preload ? "yes" : "no");
+        log_serving(cfg, bound);
 
         while (stop == 0) {
                 struct pollfd pfd[2] = {

@@ -7,6 +7,7 @@ mid-run costs only the runs in flight, each answered with an error that names th
 import os
 import signal
 import socket
+import threading
 import time
 
 import pytest
@@ -79,7 +80,6 @@ def test_workers_hold_no_privilege(pooled):
             assert all(u != 0 for u in uids), (pid, status['Uid'])
             assert all(int(g) != 0 for g in status['Gid'].split()), (pid, status['Gid'])
             assert int(status['CapEff'], 16) == 0 and int(status['CapPrm'], 16) == 0, (pid, status)
-            assert int(status['CapBnd'], 16) == 0 or status['NoNewPrivs'] == '1', (pid, status)
             assert status['NoNewPrivs'] == '1', (pid, status)
         # ...while the runner, which makes the sandboxes, is root.
         assert process_uid(pooled.runner()) == 0
@@ -155,7 +155,6 @@ def test_runner_killed_mid_run_answers_the_client_and_recovers(pooled):
     assert wait_until(lambda: pool_full(pooled)), 'the pool never filled'
     runner = pooled.runner()
     results = {}
-    import threading
 
     def slow():
         try:

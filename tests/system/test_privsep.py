@@ -4,6 +4,7 @@ run in flight (its client is told, with the runner named), and a reload reaches 
 prepared before it."""
 
 import json
+import socket
 import threading
 import time
 
@@ -23,7 +24,6 @@ def instance_pids(container):
 
 
 def test_socket_activated_worker_holds_no_privilege(container):
-    import socket
     s = socket.create_connection(("127.0.0.1", 8194), timeout=30)
     try:
         s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")

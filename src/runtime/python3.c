@@ -22,6 +22,26 @@
  * they made out of the collector's reach: the interpreter's exit no longer walks pandas' and numpy's
  * objects, which took 100 ms of every run (the code's own objects are collected as ever). */
 #define PYTHON3_PACKAGES RUNTIME_PACKAGES_MOUNT "/python"
+/* A preloaded interpreter's exit, once the code has returned normally: after every atexit handler of the
+ * code (this one is registered first, so it runs last; threads are joined before atexit), __main__'s
+ * names become None as at a normal exit and the collector runs, so the code's own finalizers run; then
+ * the streams are flushed and the process leaves with status 0 without tearing down the preloaded
+ * modules, which took 6-10 ms of every pooled run. Registered before the preloads, so that their own
+ * handlers (logging's) still run before it. Anything else (sys.exit(), an exception, a flush that
+ * fails) finds no mark, or returns, and the interpreter exits as ever. */
+#define PYTHON3_FAST_EXIT                                                                     \
+        "import sys,os,gc,atexit\\n"                                                          \
+        "def fx():\\n"                                                                        \
+        " if getattr(sys,'_difysandbox_done',0)!=1:return\\n"                                 \
+        " try:\\n"                                                                            \
+        "  m=sys.modules['__main__'].__dict__\\n"                                             \
+        "  for k in sorted(m,key=lambda k:not k.startswith('_')):\\n"                         \
+        "   k!='__builtins__' and m.__setitem__(k,None)\\n"                                   \
+        "  gc.collect()\\n"                                                                   \
+        "  for f in (sys.stdout,sys.stderr,sys.__stdout__,sys.__stderr__):f and f.flush()\\n" \
+        " except BaseException:return\\n"                                                     \
+        " os._exit(0)\\n"                                                                     \
+        "atexit.register(fx)"
 #define PYTHON3_BOOTSTRAP                                                                             \
         "_s=__import__('sys');_d='" PYTHON3_PACKAGES "';_n=len(_s.path);"                             \
         "__import__('os').path.isdir(_d) and __import__('site').addsitedir(_d);"                      \
@@ -29,9 +49,11 @@
         "_k=next((i for i,p in enumerate(_s.path) if p.endswith('-packages')),_n);_s.path[_k:_k]=_a;" \
         "del _s,_d,_n,_a,_k;"                                                                         \
         "_p=__import__('os').environ.pop('" RUNTIME_PRELOAD_VARIABLE "','');"                         \
+        "_p and exec(\"" PYTHON3_FAST_EXIT "\",{});"                                                  \
         "exec(\"for _m in _p.split(','):\\n try:_m and __import__(_m)\\n except Exception:pass\");"   \
         "_p and __import__('gc').freeze();del _p,_m;"                                                 \
-        "exec(compile(__import__('os').fdopen(3,'rb').read(),'<string>','exec'))"
+        "exec(compile(__import__('os').fdopen(3,'rb').read(),'<string>','exec'));"                    \
+        "__import__('sys')._difysandbox_done=1"
 
 static const char *const python3_argv_tail[] = {
         "-I", "-B", "-c", PYTHON3_BOOTSTRAP, NULL,

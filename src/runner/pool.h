@@ -7,7 +7,8 @@
  * The bounds, whatever clients do:
  *   - idle + preparing slots of a language never exceed its configured pool size, and only one slot is
  *     prepared at a time, and only while fewer handlers run than the host has CPUs: preparing (an
- *     interpreter start, the preload imports) never competes with the runs themselves;
+ *     interpreter start, the preload imports) never competes with the runs themselves (runner.c decides
+ *     what kind of slot: light, without the preloads, while runs are coming);
  *   - handlers never exceed handlers_max (max_requests: a request past it is refused at once, as
  *     admission would refuse it);
  *   - a slot is taken once, then it serves its request and exits: a prepared run is never reused. */
@@ -33,6 +34,7 @@ typedef struct PoolSlot {
         int control_fd;               /* the runner's end of the socketpair to the process; -EBADF none */
         uint64_t config_generation;   /* of the configuration it was made with */
         uint64_t packages_generation; /* the dependency generation its run holds (idle slots) */
+        bool light;                   /* prepared without the preload imports (runner.c: while runs come) */
         void *userdata;               /* the runner's: the connection a handler serves */
         void *child_source, *control_source; /* the runner's event sources */
 } PoolSlot;

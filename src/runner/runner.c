@@ -39,9 +39,10 @@
 /* After a slot failed to prepare, the next try waits this long, doubling up to the maximum. */
 #define BACKOFF_MIN_USEC (UINT64_C(1) * USEC_PER_SEC)
 #define BACKOFF_MAX_USEC (UINT64_C(60) * USEC_PER_SEC)
-/* The pool is refilled only after this long without a new run: preparing (an interpreter start, the
- * preload imports: a third of a second for pandas) must not compete with a burst of runs, and the gaps
- * between Dify's code nodes (an LLM call, a user) are far longer. */
+/* Runs are "coming" until this long after the last request. Meanwhile the pool refills with light slots
+ * (the interpreter started, nothing imported: tens of ms of CPU, ready for the next request of a burst);
+ * the preload imports (a third of a second of CPU for pandas) wait for a pause, when light slots are
+ * replaced by preloaded ones. The gaps between Dify's code nodes (an LLM call, a user) are far longer. */
 #define REFILL_QUIET_USEC (UINT64_C(100) * 1000)
 /* How long a stopping runner waits for a pool slot to kill and reap its prepared run. */
 #define STOP_GRACE_USEC (UINT64_C(5) * USEC_PER_SEC)
@@ -282,7 +283,7 @@ static int on_slot_control(sd_event_source *s, int fd, uint32_t revents, void *u
         return 0;
 }
 
-static void slot_start(Runner *r, Language language) {
+static void slot_start(Runner *r, Language language, bool preload) {
         HandlerContext ctx = runner_context(r);
         PoolSlot *slot = NULL;
         int sv[2], e;
@@ -295,7 +296,7 @@ static void slot_start(Runner *r, Language language) {
         pid = fork_tracked(r, POOL_SLOT_PREPARING, language, sv[0], sv[1], -EBADF, &slot);
         if (pid == 0) {
                 (void) close(sv[0]);
-                slot_main(&ctx, language, r->cfg->enable_network, sv[1]);
+                slot_main(&ctx, language, r->cfg->enable_network, preload, sv[1]);
         }
         (void) close(sv[1]);
         if (pid < 0) {
@@ -304,6 +305,7 @@ static void slot_start(Runner *r, Language language) {
                 return;
         }
         slot->config_generation = r->config_generation;
+        slot->light = !preload;
         e = sd_event_add_io(r->event, (sd_event_source **) &slot->control_source, sv[0], EPOLLIN,
                             on_slot_control, r);
         if (e < 0)
@@ -312,21 +314,49 @@ static void slot_start(Runner *r, Language language) {
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
+static bool language_preloads(const Runner *r, Language language) {
+        char *const *modules = runtime_pool_preload(runtime_get(language), r->cfg);
+
+        return modules && modules[0];
+}
+
+/* Once runs pause: one idle light slot of a language that preloads goes, so that a preloaded slot takes
+ * its place (the next refill). One at a time, and only when nothing is being prepared. */
+static bool pool_upgrade_one(Runner *r) {
+        for (size_t i = 0; i < r->pool.n_slots; i++)
+                if (r->pool.slots[i].state == POOL_SLOT_PREPARING)
+                        return false;
+        for (size_t i = 0; i < r->pool.n_slots; i++) {
+                PoolSlot *slot = &r->pool.slots[i];
+
+                if (slot->state == POOL_SLOT_IDLE && slot->light && language_preloads(r, slot->language)) {
+                        slot_retire(slot);
+                        return true;
+                }
+        }
+        return false;
+}
+
 /* Starts the slot the pool wants now, if any (pool.h decides: one at a time, never while the CPUs are
- * busy with runs). */
+ * busy with runs): light while runs are coming, preloaded once they pause. */
 static void pool_refill(Runner *r) {
         Language language = pool_next_to_prepare(&r->pool);
         uint64_t now = now_usec(), quiet_at = r->last_run_usec + REFILL_QUIET_USEC;
+        bool quiet = now >= quiet_at;
 
-        if (language < 0 || now < r->prepare_not_before)
+        if (now < r->prepare_not_before)
                 return; /* the periodic timer looks again */
-        if (now < quiet_at) {
-                /* Runs are coming: look again once they pause, not only at the next periodic tick. */
+        if (!quiet) {
+                /* Look again once runs pause, not only at the next periodic tick. */
                 (void) sd_event_source_set_time(r->timer, quiet_at);
                 (void) sd_event_source_set_enabled(r->timer, SD_EVENT_ONESHOT);
+        }
+        if (language < 0) {
+                if (quiet && pool_upgrade_one(r))
+                        pool_refill(r);
                 return;
         }
-        slot_start(r, language);
+        slot_start(r, language, /* preload= */ quiet);
 }
 
 /* ---- configuration and generations ---- */

@@ -64,14 +64,14 @@ static int wait_for_request(const HandlerContext *ctx, int control_fd, const Pre
         return 1;
 }
 
-void slot_main(const HandlerContext *ctx, Language language, bool network, int control_fd) {
+void slot_main(const HandlerContext *ctx, Language language, bool network, bool preload, int control_fd) {
         _cleanup_(prepared_run_freep) PreparedRun *p = NULL;
         _cleanup_close_ int conn_fd = -EBADF, code_fd = -EBADF;
         RunFailure failure = { 0 };
         RunnerRequest req;
         int r;
 
-        RunRequest prepare = { .language = language, .network = network, .preload = true };
+        RunRequest prepare = { .language = language, .network = network, .preload = preload };
         r = sandbox_after_fork(ctx->sandbox, &failure);
         if (r >= 0)
                 r = sandbox_prepare(ctx->sandbox, &prepare, &p, &failure);

@@ -27,5 +27,6 @@ typedef struct __attribute__((packed)) SlotReady {
 } SlotReady;
 
 /* Never returns. */
-void slot_main(const HandlerContext *ctx, Language language, bool network, int control_fd)
+/* preload: the interpreter imports pool_preload.<language> before it waits (a light slot does not). */
+void slot_main(const HandlerContext *ctx, Language language, bool network, bool preload, int control_fd)
         __attribute__((noreturn));

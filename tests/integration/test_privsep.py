@@ -61,6 +61,34 @@ def pool_full(server):
     return runs if len(runs) == POOL_TOTAL else None
 
 
+def _waits_for_code(pid):
+    """The prepared interpreter is blocked in read(3, ...): its code's pipe (python3.c's bootstrap)."""
+    try:
+        fields = open(f'/proc/{pid}/syscall').read().split()
+    except OSError:
+        return False
+    return len(fields) > 1 and fields[0] == '0' and int(fields[1], 16) == 3
+
+
+def _is_python(pid):
+    try:
+        return b'python' in open(f'/proc/{pid}/cmdline', 'rb').read()
+    except OSError:
+        return False
+
+
+def pool_ready(server):
+    """The pool is full, every run waits for its code, and the python ones have imported pandas (a light
+    run, prepared while requests kept coming, has not, and is replaced once they pause)."""
+    runs = pool_full(server)
+    if not runs or not all(_waits_for_code(pid) for pid in runs):
+        return None
+    for pid in runs:
+        if _is_python(pid) and 'pandas' not in open(f'/proc/{pid}/maps').read():
+            return None
+    return runs
+
+
 def run(server, code, language='python3', session=None, timeout=60):
     # enable_network, as Dify always sends it: the pool holds that kind of run (network is on by default).
     body = {'language': language, 'code': code, 'preload': '', 'enable_network': True}
@@ -86,9 +114,9 @@ def test_workers_hold_no_privilege(pooled):
 
 
 def test_pool_fills_to_its_size_and_its_runs_preload(pooled):
-    runs = wait_until(lambda: pool_full(pooled))
-    assert runs, f'the pool never held {POOL_TOTAL} prepared runs: {prepared_runs(pooled)}'
-    python = {pid: uid for pid, uid in runs.items() if b'python' in open(f'/proc/{pid}/cmdline', 'rb').read()}
+    runs = wait_until(lambda: pool_ready(pooled), timeout=60)
+    assert runs, f'the pool never held {POOL_TOTAL} prepared, preloaded runs: {prepared_runs(pooled)}'
+    python = {pid: uid for pid, uid in runs.items() if _is_python(pid)}
     assert len(python) == 1, runs
     body = run(pooled, 'import os, sys\nprint("pandas" in sys.modules, "DIFYSANDBOX_PRELOAD" in os.environ, '
                        'os.getuid())')
@@ -98,6 +126,53 @@ def test_pool_fills_to_its_size_and_its_runs_preload(pooled):
     # told it so is gone from the code's environment.
     assert int(uid) == list(python.values())[0], (body, python)
     assert (preloaded, variable_seen) == ('True', 'False'), body
+
+
+EXIT_SEMANTICS = (
+    'import atexit, os, sys, threading, time\n'
+    'class Noisy:\n'
+    '    def __del__(self):\n'
+    '        print("finalizer", flush=True)\n'
+    'keep = Noisy()\n'
+    'atexit.register(lambda: print("atexit", flush=True))\n'
+    'threading.Thread(target=lambda: (time.sleep(0.2), print("thread", flush=True))).start()\n'
+    'print("pandas" in sys.modules, os.getuid())\n'
+)
+
+
+def test_pooled_python_exits_as_a_script_does(pooled):
+    """A preloaded interpreter leaves without tearing down its preloads (python3.c's fast exit), yet what
+    a script expects of its exit still happens, in order: threads joined, the code's atexit handlers, the
+    finalizers of its objects. sys.exit() and an exception keep their status."""
+    python_uids = lambda: {uid for pid, uid in (pool_ready(pooled) or {}).items() if _is_python(pid)}
+    uids = wait_until(python_uids, timeout=60)
+    assert uids, 'the pool never held a python run'
+    body = run(pooled, EXIT_SEMANTICS)
+    assert body['code'] == 0 and body['data']['exit_code'] == 0, body
+    first, *rest = body['data']['stdout'].splitlines()
+    assert first.split()[0] == 'True' and int(first.split()[1]) in uids, (body, uids)  # the pool's, preloaded
+    assert rest == ['thread', 'atexit', 'finalizer'], body
+    assert wait_until(python_uids, timeout=60), 'the pool did not refill'
+    body = run(pooled, 'import sys\nprint("bye")\nsys.exit(3)')
+    assert (body['data']['stdout'], body['data']['exit_code']) == ('bye\n', 3), body
+    assert wait_until(python_uids, timeout=60), 'the pool did not refill'
+    body = run(pooled, 'print("before")\nraise ValueError("boom")')
+    assert body['data']['stdout'] == 'before\n' and 'ValueError: boom' in body['data']['error'], body
+
+
+def test_after_a_burst_the_pool_returns_to_preloaded_runs(pooled):
+    """Requests back to back get light runs (runner.c: no preload imports while runs are coming); once they
+    pause, the pool holds preloaded runs again, and the next code node that imports pandas finds it."""
+    with requests.Session() as session:
+        for i in range(8):
+            body = run(pooled, f'print({i})', session=session)
+            assert body['data']['stdout'] == f'{i}\n', body
+    runs = wait_until(lambda: pool_ready(pooled), timeout=60)
+    assert runs, f'the pool did not return to preloaded runs: {prepared_runs(pooled)}'
+    uids = {uid for pid, uid in runs.items() if _is_python(pid)}
+    body = run(pooled, 'import os, sys\nprint("pandas" in sys.modules, os.getuid())')
+    preloaded, uid = body['data']['stdout'].split()
+    assert preloaded == 'True' and int(uid) in uids, (body, uids)
 
 
 def test_prepared_run_is_used_once_and_one_that_died_is_replaced(pooled):

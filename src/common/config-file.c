@@ -212,81 +212,6 @@ static const EnvOverride env_overrides[] = {
         { "DIFYSANDBOX_EGRESS_MAX_BYTES",    "egress_max_bytes",            false },
         { "DIFYSANDBOX_EGRESS_IDLE_TIMEOUT", "egress_idle_timeout",         false },
 };
-
-/* Why the names of seccomp_never_allow() are refused in allowed_syscalls. The list itself is the policy's;
- * a name it gains before this table does is still refused, with the generic reason. */
-static const struct {
-        const char *name;
-        const char *why;
-} never_allow_why[] = {
-        { "acct",              "administers the host" },
-        { "add_key",           "reaches the kernel keyrings" },
-        { "bpf",               "loads programs into the kernel" },
-        { "capset",            "changes capabilities" },
-        { "chroot",            "changes the root directory" },
-        { "clock_adjtime",     "changes the host's clock" },
-        { "clock_settime",     "changes the host's clock" },
-        { "delete_module",     "changes the running kernel" },
-        { "execve",            "starts another program" },
-        { "execveat",          "starts another program" },
-        { "fanotify_init",     "watches whole filesystems" },
-        { "finit_module",      "changes the running kernel" },
-        { "fork",              "creates processes" },
-        { "fsconfig",          "changes the mount tree" },
-        { "fsmount",           "changes the mount tree" },
-        { "fsopen",            "changes the mount tree" },
-        { "fspick",            "changes the mount tree" },
-        { "init_module",       "changes the running kernel" },
-        { "io_uring_enter",    "io_uring works around seccomp" },
-        { "io_uring_register", "io_uring works around seccomp" },
-        { "io_uring_setup",    "io_uring works around seccomp" },
-        { "ioperm",            "reaches hardware I/O ports" },
-        { "iopl",              "reaches hardware I/O ports" },
-        { "kcmp",              "inspects other processes" },
-        { "kexec_file_load",   "replaces the running kernel" },
-        { "kexec_load",        "replaces the running kernel" },
-        { "keyctl",            "reaches the kernel keyrings" },
-        { "lookup_dcookie",    "administers the host" },
-        { "mount",             "changes the mount tree" },
-        { "mount_setattr",     "changes the mount tree" },
-        { "move_mount",        "changes the mount tree" },
-        { "name_to_handle_at", "opens files around path checks" },
-        { "open_by_handle_at", "opens files around path checks" },
-        { "open_tree",         "changes the mount tree" },
-        { "perf_event_open",   "exposes kernel and hardware internals" },
-        { "personality",       "can turn off address space randomization" },
-        { "pidfd_getfd",       "takes files from other processes" },
-        { "pivot_root",        "changes the mount tree" },
-        { "process_madvise",   "reaches into other processes" },
-        { "process_vm_readv",  "reaches into other processes" },
-        { "process_vm_writev", "reaches into other processes" },
-        { "ptrace",            "reaches into other processes" },
-        { "quotactl",          "administers the host" },
-        { "reboot",            "administers the host" },
-        { "request_key",       "reaches the kernel keyrings" },
-        { "setdomainname",     "administers the host" },
-        { "setfsgid",          "changes credentials" },
-        { "setfsuid",          "changes credentials" },
-        { "setgid",            "changes credentials" },
-        { "setgroups",         "changes credentials" },
-        { "sethostname",       "administers the host" },
-        { "setns",             "enters other namespaces" },
-        { "setregid",          "changes credentials" },
-        { "setresgid",         "changes credentials" },
-        { "setresuid",         "changes credentials" },
-        { "setreuid",          "changes credentials" },
-        { "settimeofday",      "changes the host's clock" },
-        { "setuid",            "changes credentials" },
-        { "swapoff",           "administers the host" },
-        { "swapon",            "administers the host" },
-        { "syslog",            "reads the kernel log" },
-        { "umount2",           "changes the mount tree" },
-        { "unshare",           "creates namespaces" },
-        { "uselib",            "loads libraries the obsolete way" },
-        { "userfaultfd",       "widens kernel race windows" },
-        { "vfork",             "creates processes" },
-        { "vhangup",           "administers the host" },
-};
 /* clang-format on */
 
 /* A scalar of a file, or an environment value. */
@@ -859,22 +784,6 @@ static bool strv_contains(char *const *l, const char *s) {
         return false;
 }
 
-static const char *never_allow_reason(const char *name) {
-        const char *const *never;
-        size_t n;
-
-        never = seccomp_never_allow(&n);
-        for (size_t i = 0; i < n; i++) {
-                if (!streq(never[i], name))
-                        continue;
-                for (size_t j = 0; j < ELEMENTSOF(never_allow_why); j++)
-                        if (streq(never_allow_why[j].name, name))
-                                return never_allow_why[j].why;
-                return "it would let code out of the sandbox";
-        }
-        return NULL;
-}
-
 /* One item of allowed_syscalls: a number of this architecture (upstream's form) or a name. */
 static int syscall_from_item(LoadContext *ctx, const KeyDef *def, const Scalar *v, char **ret_name) {
         _cleanup_free_ char *name = NULL;
@@ -900,7 +809,7 @@ static int syscall_from_item(LoadContext *ctx, const KeyDef *def, const Scalar *
                         return -ENOMEM;
         }
 
-        why = never_allow_reason(name);
+        why = seccomp_never_allow_reason(name);
         if (why && by_number)
                 return fail_value(ctx, def, v, "%s: never allowed: %s", name, why);
         if (why)

@@ -29,12 +29,12 @@
 #include "sandbox/egress-policy.h"
 #include "sandbox/egress.h"
 #include "sandbox/seccomp-policy.h"
+#include "strv.h"
+#include "time-util.h"
 
 #define CONFIG_FILE_SIZE_MAX (UINT64_C(1) << 20) /* a larger config file is a mistake, not a config */
 #define MESSAGE_VALUE_MAX 128 /* bytes of a refused value or key quoted in a message; more is cut, "..." */
 #define UID_POOL_MAX UINT64_C(65536)
-#define USEC_PER_MSEC UINT64_C(1000)
-#define USEC_PER_SEC UINT64_C(1000000)
 #define NUMBER_TEXT_MAX 64 /* "18446744073709551615us", "5124095576h1m5s551615us": well below */
 
 typedef enum KeyType {
@@ -242,18 +242,6 @@ typedef struct LoadContext {
         unsigned seq;
         KeyOrigin origins[ELEMENTSOF(keys)];
 } LoadContext;
-
-static char **strv_free(char **l) {
-        if (l)
-                for (char **s = l; *s; s++)
-                        free(*s);
-        free(l);
-        return NULL;
-}
-
-static void strv_freep(char ***l) {
-        (void) strv_free(*l);
-}
 
 static void scalar_list_done(ScalarList *l) {
         for (size_t i = 0; i < l->n; i++)
@@ -775,13 +763,6 @@ static int set_number(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
                 assert(false);
                 return -EINVAL;
         }
-}
-
-static bool strv_contains(char *const *l, const char *s) {
-        for (; l && *l; l++)
-                if (streq(*l, s))
-                        return true;
-        return false;
 }
 
 /* One item of allowed_syscalls: a number of this architecture (upstream's form) or a name. */

@@ -7,12 +7,7 @@
 #include <string.h>
 
 #include "cleanup.h"
-
-static void strv_free_items(char **l) {
-        for (char **s = l; s && *s; s++)
-                free(*s);
-        free(l);
-}
+#include "strv.h"
 
 #ifndef LIBEXECDIR
 #define LIBEXECDIR "/usr/libexec"
@@ -30,7 +25,7 @@ static char **strv_new(const char *a, const char *b, const char *c) {
                 return NULL;
         for (size_t i = 0; i < ELEMENTSOF(items); i++)
                 if (!(l[i] = strdup(items[i]))) {
-                        strv_free_items(l);
+                        (void) strv_free(l);
                         return NULL;
                 }
         return l;
@@ -133,8 +128,8 @@ void config_done(Config *cfg) {
                 for (char **s = cfg->egress_deny; *s; s++)
                         free(*s);
         free(cfg->egress_deny);
-        strv_free_items(cfg->preload_python3);
-        strv_free_items(cfg->preload_nodejs);
+        (void) strv_free(cfg->preload_python3);
+        (void) strv_free(cfg->preload_nodejs);
         free(cfg->runner_socket);
         free(cfg->worker_user);
         *cfg = (Config){ 0 };

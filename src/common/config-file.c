@@ -23,11 +23,11 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "egress/egress-policy.h"
+#include "egress/egress.h"
 #include "fileio.h"
 #include "log.h"
 #include "parse.h"
-#include "sandbox/egress-policy.h"
-#include "sandbox/egress.h"
 #include "sandbox/seccomp-policy.h"
 #include "strv.h"
 #include "time-util.h"
@@ -145,7 +145,7 @@ static const KeyDef keys[] = {
         { "python_requirements",         KEY_PATH,          F(python_requirements),   0, 0 },
         { "nodejs_packages",             KEY_PATH,          F(nodejs_packages),       0, 0 },
         { "npm_registry",                KEY_STRING,        F(npm_registry),          0, 0 },
-        /* the egress relay of runs with network: src/sandbox/egress.c */
+        /* the egress relay of runs with network: src/egress */
         { "egress_allow",                KEY_EGRESS_RULES,  F(egress_allow),          0, 0 },
         { "egress_deny",                 KEY_EGRESS_RULES,  F(egress_deny),           0, 0 },
         /* each connection is two fds of the relay process */

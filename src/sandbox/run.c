@@ -30,7 +30,7 @@
 #include "common/log.h"
 #include "common/time-util.h"
 #include "common/utf8.h"
-#include "egress.h"
+#include "egress/egress.h"
 #include "netns.h"
 #include "output.h"
 #include "rootfs.h"

@@ -101,33 +101,21 @@ void config_done(Config *cfg) {
         free(cfg->python_path);
         free(cfg->nodejs_path);
         free(cfg->python_pip_mirror_url);
-        if (cfg->allowed_syscalls)
-                for (char **s = cfg->allowed_syscalls; *s; s++)
-                        free(*s);
-        free(cfg->allowed_syscalls);
+        (void) strv_free(cfg->allowed_syscalls);
         free(cfg->proxy_socks5);
         free(cfg->proxy_http);
         free(cfg->proxy_https);
         free(cfg->proxy_no_proxy);
         free(cfg->log_path);
-        if (cfg->allowed_env_vars)
-                for (char **s = cfg->allowed_env_vars; *s; s++)
-                        free(*s);
-        free(cfg->allowed_env_vars);
+        (void) strv_free(cfg->allowed_env_vars);
         free(cfg->state_dir);
         free(cfg->runtime_dir);
         free(cfg->enter_library);
         free(cfg->python_requirements);
         free(cfg->nodejs_packages);
         free(cfg->npm_registry);
-        if (cfg->egress_allow)
-                for (char **s = cfg->egress_allow; *s; s++)
-                        free(*s);
-        free(cfg->egress_allow);
-        if (cfg->egress_deny)
-                for (char **s = cfg->egress_deny; *s; s++)
-                        free(*s);
-        free(cfg->egress_deny);
+        (void) strv_free(cfg->egress_allow);
+        (void) strv_free(cfg->egress_deny);
         (void) strv_free(cfg->preload_python3);
         (void) strv_free(cfg->preload_nodejs);
         free(cfg->runner_socket);

@@ -16,6 +16,7 @@
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "common/parse.h"
+#include "common/strv.h"
 
 #define RULE_TEXT_MAX 300 /* "[" IPv6 "/128]:65535" or a 253-byte name with its port fit easily */
 #define HOST_NAME_MAX_LEN 253
@@ -435,11 +436,9 @@ int egress_rule_parse(const char *text, EgressRule *ret, const char **reterr_rea
 }
 
 static int rules_parse(char *const *texts, EgressRule **ret, size_t *ret_n) {
+        size_t n = strv_length(texts);
         EgressRule *rules;
-        size_t n = 0;
 
-        for (char *const *t = texts; t && *t; t++)
-                n++;
         rules = calloc(n ? n : 1, sizeof(EgressRule));
         if (!rules)
                 return -ENOMEM;

@@ -46,7 +46,8 @@ __attribute__((constructor)) static void enter_final_stage(void) {
                 enter_fail("final filter malformed");
         (void) close(ENTER_FD_FILTER);
 
-        /* The code fd must be in place before the filter: the final stage has no dup3. */
+        /* The code fd goes where the interpreter reads it before the filter, so that the filter is the last
+         * step before the ack (the final stage allows dup3 too, for os.dup2()). */
         if (dup3(ENTER_FD_CODE, CODE_FD, O_CLOEXEC) != CODE_FD)
                 enter_fail("cannot move the code fd");
         (void) close(ENTER_FD_CODE);

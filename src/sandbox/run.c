@@ -28,6 +28,7 @@
 #include "common/config.h"
 #include "common/generation.h"
 #include "common/log.h"
+#include "common/strv.h"
 #include "common/time-util.h"
 #include "common/utf8.h"
 #include "egress/egress.h"
@@ -250,10 +251,7 @@ static void plan_strings_done(PlanStrings *s) {
         free(s->support_target);
         free(s->packages_target);
         free(s->exec_path);
-        if (s->envp)
-                for (char **e = s->envp; *e; e++)
-                        free(*e);
-        free(s->envp);
+        (void) strv_free(s->envp);
 }
 
 /* A run with network reaches out only through the egress proxy in its namespace (netns.h). */

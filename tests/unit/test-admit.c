@@ -1,4 +1,4 @@
-/* Tests of src/worker/admit.c: slots really held (another open file description cannot lock them),
+/* Tests of src/runner/admit.c: slots really held (another open file description cannot lock them),
  * refusal at max_requests, a bounded queue wait, arrival order, and nothing leaked by a SIGKILLed
  * holder. Each test has its own mkdtemp() state directory. */
 

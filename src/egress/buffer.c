@@ -21,7 +21,9 @@ size_t buffer_len(const Buffer *b) {
 }
 
 const uint8_t *buffer_data(const Buffer *b) {
-        return b->data + b->start;
+        static const uint8_t none[1];
+
+        return b->data ? b->data + b->start : none; /* never NULL + 0, which UBSan reports */
 }
 
 /* Room at the end, allocating the buffer (size bytes) on first use. */

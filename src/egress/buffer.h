@@ -18,7 +18,7 @@ typedef struct Buffer {
 /* Frees the memory; the buffer is then empty and unallocated. */
 void buffer_done(Buffer *b);
 
-/* The bytes held, and where they start. */
+/* The bytes held, and where they start (a valid pointer even when the buffer is unallocated). */
 size_t buffer_len(const Buffer *b);
 const uint8_t *buffer_data(const Buffer *b);
 

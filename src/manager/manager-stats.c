@@ -49,6 +49,73 @@ static int append_runs(sd_bus_message *reply, const uint64_t runs[_STATS_RESULT_
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
+/* RunsByLanguage: the runs of each language by result. */
+static int append_runs_by_language(sd_bus_message *reply, const StatsSnapshot *snap) {
+        int r;
+
+        r = append_entry_begin(reply, "RunsByLanguage", "a{sa{st}}");
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "{sa{st}}");
+        for (unsigned l = 0; r >= 0 && l < STATS_LANGUAGES; l++) {
+                r = sd_bus_message_open_container(reply, 'e', "sa{st}");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "s", language_to_string((Language) l));
+                if (r >= 0)
+                        r = append_runs(reply, snap->runs[l], 0);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = append_entry_end(reply);
+        return r;
+}
+
+/* Latency: per language, the runs counted and their 50th, 95th and 99th percentiles. */
+static int append_latency(sd_bus_message *reply, const StatsSnapshot *snap) {
+        int r;
+
+        r = append_entry_begin(reply, "Latency", "a{s(tttt)}");
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "{s(tttt)}");
+        for (unsigned l = 0; r >= 0 && l < STATS_LANGUAGES; l++)
+                r = sd_bus_message_append(reply, "{s(tttt)}", language_to_string((Language) l),
+                                          snap->latency[l].count, stats_snapshot_percentile(snap, l, 0.50),
+                                          stats_snapshot_percentile(snap, l, 0.95),
+                                          stats_snapshot_percentile(snap, l, 0.99));
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = append_entry_end(reply);
+        return r;
+}
+
+/* DependencyGenerations: the current generation of each language, 0 for none. */
+static int append_generations(sd_bus_message *reply, const Manager *m) {
+        int r;
+
+        r = append_entry_begin(reply, "DependencyGenerations", "a{st}");
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "{st}");
+        for (Language l = 0; r >= 0 && l < _LANGUAGE_MAX; l++) {
+                _cleanup_free_ char *dir = NULL;
+                uint64_t gen = 0;
+
+                if (asprintf(&dir, "%s/%s/" PACKAGES_DIR_NAME, m->cfg.runtime_dir, language_to_string(l)) <
+                    0)
+                        return -ENOMEM;
+                if (generation_current(dir, &gen) < 0)
+                        gen = 0;
+                r = sd_bus_message_append(reply, "{st}", language_to_string(l), gen);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = append_entry_end(reply);
+        return r;
+}
+
 /* GetStats (org.difysandbox.Sandbox1(5) lists the keys). */
 int manager_append_stats(Manager *m, sd_bus_message *reply) {
         StatsSnapshot snap = { 0 };
@@ -75,37 +142,9 @@ int manager_append_stats(Manager *m, sd_bus_message *reply) {
                 r = append_entry_end(reply);
 
         if (r >= 0)
-                r = append_entry_begin(reply, "RunsByLanguage", "a{sa{st}}");
+                r = append_runs_by_language(reply, &snap);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "{sa{st}}");
-        for (unsigned l = 0; r >= 0 && l < STATS_LANGUAGES; l++) {
-                r = sd_bus_message_open_container(reply, 'e', "sa{st}");
-                if (r >= 0)
-                        r = sd_bus_message_append(reply, "s", language_to_string((Language) l));
-                if (r >= 0)
-                        r = append_runs(reply, snap.runs[l], 0);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(reply);
-        }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = append_entry_end(reply);
-
-        if (r >= 0)
-                r = append_entry_begin(reply, "Latency", "a{s(tttt)}");
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "{s(tttt)}");
-        for (unsigned l = 0; r >= 0 && l < STATS_LANGUAGES; l++)
-                r = sd_bus_message_append(reply, "{s(tttt)}", language_to_string((Language) l),
-                                          snap.latency[l].count, stats_snapshot_percentile(&snap, l, 0.50),
-                                          stats_snapshot_percentile(&snap, l, 0.95),
-                                          stats_snapshot_percentile(&snap, l, 0.99));
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = append_entry_end(reply);
-
+                r = append_latency(reply, &snap);
         if (r >= 0)
                 r = sd_bus_message_append(reply, "{sv}", "ActiveRuns", "u", (uint32_t) snap.active_runs);
         if (r >= 0)
@@ -125,25 +164,7 @@ int manager_append_stats(Manager *m, sd_bus_message *reply) {
                                           m->config_loaded_realtime_usec);
 
         if (r >= 0)
-                r = append_entry_begin(reply, "DependencyGenerations", "a{st}");
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "{st}");
-        for (Language l = 0; r >= 0 && l < _LANGUAGE_MAX; l++) {
-                _cleanup_free_ char *dir = NULL;
-                uint64_t gen = 0;
-
-                if (asprintf(&dir, "%s/%s/" PACKAGES_DIR_NAME, m->cfg.runtime_dir, language_to_string(l)) <
-                    0)
-                        return -ENOMEM;
-                if (generation_current(dir, &gen) < 0)
-                        gen = 0;
-                r = sd_bus_message_append(reply, "{st}", language_to_string(l), gen);
-        }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = append_entry_end(reply);
-
+                r = append_generations(reply, m);
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(reply);

@@ -24,7 +24,6 @@ LONGER = {
     'manager/installer-tool.c:run_tool': 87,
     'manager/job.c:start_unit': 111,
     'manager/manager-main.c:main': 97,
-    'manager/manager-stats.c:manager_append_stats': 98,
     'sandbox/run.c:sandbox_prepare': 202,
 }
 

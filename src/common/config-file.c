@@ -23,18 +23,18 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "egress/egress-policy.h"
+#include "egress/egress.h"
 #include "fileio.h"
 #include "log.h"
 #include "parse.h"
-#include "sandbox/egress-policy.h"
-#include "sandbox/egress.h"
 #include "sandbox/seccomp-policy.h"
+#include "strv.h"
+#include "time-util.h"
 
 #define CONFIG_FILE_SIZE_MAX (UINT64_C(1) << 20) /* a larger config file is a mistake, not a config */
 #define MESSAGE_VALUE_MAX 128 /* bytes of a refused value or key quoted in a message; more is cut, "..." */
 #define UID_POOL_MAX UINT64_C(65536)
-#define USEC_PER_MSEC UINT64_C(1000)
-#define USEC_PER_SEC UINT64_C(1000000)
 #define NUMBER_TEXT_MAX 64 /* "18446744073709551615us", "5124095576h1m5s551615us": well below */
 
 typedef enum KeyType {
@@ -145,7 +145,7 @@ static const KeyDef keys[] = {
         { "python_requirements",         KEY_PATH,          F(python_requirements),   0, 0 },
         { "nodejs_packages",             KEY_PATH,          F(nodejs_packages),       0, 0 },
         { "npm_registry",                KEY_STRING,        F(npm_registry),          0, 0 },
-        /* the egress relay of runs with network: src/sandbox/egress.c */
+        /* the egress relay of runs with network: src/egress */
         { "egress_allow",                KEY_EGRESS_RULES,  F(egress_allow),          0, 0 },
         { "egress_deny",                 KEY_EGRESS_RULES,  F(egress_deny),           0, 0 },
         /* each connection is two fds of the relay process */
@@ -212,81 +212,6 @@ static const EnvOverride env_overrides[] = {
         { "DIFYSANDBOX_EGRESS_MAX_BYTES",    "egress_max_bytes",            false },
         { "DIFYSANDBOX_EGRESS_IDLE_TIMEOUT", "egress_idle_timeout",         false },
 };
-
-/* Why the names of seccomp_never_allow() are refused in allowed_syscalls. The list itself is the policy's;
- * a name it gains before this table does is still refused, with the generic reason. */
-static const struct {
-        const char *name;
-        const char *why;
-} never_allow_why[] = {
-        { "acct",              "administers the host" },
-        { "add_key",           "reaches the kernel keyrings" },
-        { "bpf",               "loads programs into the kernel" },
-        { "capset",            "changes capabilities" },
-        { "chroot",            "changes the root directory" },
-        { "clock_adjtime",     "changes the host's clock" },
-        { "clock_settime",     "changes the host's clock" },
-        { "delete_module",     "changes the running kernel" },
-        { "execve",            "starts another program" },
-        { "execveat",          "starts another program" },
-        { "fanotify_init",     "watches whole filesystems" },
-        { "finit_module",      "changes the running kernel" },
-        { "fork",              "creates processes" },
-        { "fsconfig",          "changes the mount tree" },
-        { "fsmount",           "changes the mount tree" },
-        { "fsopen",            "changes the mount tree" },
-        { "fspick",            "changes the mount tree" },
-        { "init_module",       "changes the running kernel" },
-        { "io_uring_enter",    "io_uring works around seccomp" },
-        { "io_uring_register", "io_uring works around seccomp" },
-        { "io_uring_setup",    "io_uring works around seccomp" },
-        { "ioperm",            "reaches hardware I/O ports" },
-        { "iopl",              "reaches hardware I/O ports" },
-        { "kcmp",              "inspects other processes" },
-        { "kexec_file_load",   "replaces the running kernel" },
-        { "kexec_load",        "replaces the running kernel" },
-        { "keyctl",            "reaches the kernel keyrings" },
-        { "lookup_dcookie",    "administers the host" },
-        { "mount",             "changes the mount tree" },
-        { "mount_setattr",     "changes the mount tree" },
-        { "move_mount",        "changes the mount tree" },
-        { "name_to_handle_at", "opens files around path checks" },
-        { "open_by_handle_at", "opens files around path checks" },
-        { "open_tree",         "changes the mount tree" },
-        { "perf_event_open",   "exposes kernel and hardware internals" },
-        { "personality",       "can turn off address space randomization" },
-        { "pidfd_getfd",       "takes files from other processes" },
-        { "pivot_root",        "changes the mount tree" },
-        { "process_madvise",   "reaches into other processes" },
-        { "process_vm_readv",  "reaches into other processes" },
-        { "process_vm_writev", "reaches into other processes" },
-        { "ptrace",            "reaches into other processes" },
-        { "quotactl",          "administers the host" },
-        { "reboot",            "administers the host" },
-        { "request_key",       "reaches the kernel keyrings" },
-        { "setdomainname",     "administers the host" },
-        { "setfsgid",          "changes credentials" },
-        { "setfsuid",          "changes credentials" },
-        { "setgid",            "changes credentials" },
-        { "setgroups",         "changes credentials" },
-        { "sethostname",       "administers the host" },
-        { "setns",             "enters other namespaces" },
-        { "setregid",          "changes credentials" },
-        { "setresgid",         "changes credentials" },
-        { "setresuid",         "changes credentials" },
-        { "setreuid",          "changes credentials" },
-        { "settimeofday",      "changes the host's clock" },
-        { "setuid",            "changes credentials" },
-        { "swapoff",           "administers the host" },
-        { "swapon",            "administers the host" },
-        { "syslog",            "reads the kernel log" },
-        { "umount2",           "changes the mount tree" },
-        { "unshare",           "creates namespaces" },
-        { "uselib",            "loads libraries the obsolete way" },
-        { "userfaultfd",       "widens kernel race windows" },
-        { "vfork",             "creates processes" },
-        { "vhangup",           "administers the host" },
-};
 /* clang-format on */
 
 /* A scalar of a file, or an environment value. */
@@ -317,18 +242,6 @@ typedef struct LoadContext {
         unsigned seq;
         KeyOrigin origins[ELEMENTSOF(keys)];
 } LoadContext;
-
-static char **strv_free(char **l) {
-        if (l)
-                for (char **s = l; *s; s++)
-                        free(*s);
-        free(l);
-        return NULL;
-}
-
-static void strv_freep(char ***l) {
-        (void) strv_free(*l);
-}
 
 static void scalar_list_done(ScalarList *l) {
         for (size_t i = 0; i < l->n; i++)
@@ -852,29 +765,6 @@ static int set_number(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
         }
 }
 
-static bool strv_contains(char *const *l, const char *s) {
-        for (; l && *l; l++)
-                if (streq(*l, s))
-                        return true;
-        return false;
-}
-
-static const char *never_allow_reason(const char *name) {
-        const char *const *never;
-        size_t n;
-
-        never = seccomp_never_allow(&n);
-        for (size_t i = 0; i < n; i++) {
-                if (!streq(never[i], name))
-                        continue;
-                for (size_t j = 0; j < ELEMENTSOF(never_allow_why); j++)
-                        if (streq(never_allow_why[j].name, name))
-                                return never_allow_why[j].why;
-                return "it would let code out of the sandbox";
-        }
-        return NULL;
-}
-
 /* One item of allowed_syscalls: a number of this architecture (upstream's form) or a name. */
 static int syscall_from_item(LoadContext *ctx, const KeyDef *def, const Scalar *v, char **ret_name) {
         _cleanup_free_ char *name = NULL;
@@ -900,7 +790,7 @@ static int syscall_from_item(LoadContext *ctx, const KeyDef *def, const Scalar *
                         return -ENOMEM;
         }
 
-        why = never_allow_reason(name);
+        why = seccomp_never_allow_reason(name);
         if (why && by_number)
                 return fail_value(ctx, def, v, "%s: never allowed: %s", name, why);
         if (why)

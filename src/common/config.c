@@ -7,12 +7,7 @@
 #include <string.h>
 
 #include "cleanup.h"
-
-static void strv_free_items(char **l) {
-        for (char **s = l; s && *s; s++)
-                free(*s);
-        free(l);
-}
+#include "strv.h"
 
 #ifndef LIBEXECDIR
 #define LIBEXECDIR "/usr/libexec"
@@ -30,7 +25,7 @@ static char **strv_new(const char *a, const char *b, const char *c) {
                 return NULL;
         for (size_t i = 0; i < ELEMENTSOF(items); i++)
                 if (!(l[i] = strdup(items[i]))) {
-                        strv_free_items(l);
+                        (void) strv_free(l);
                         return NULL;
                 }
         return l;
@@ -106,35 +101,23 @@ void config_done(Config *cfg) {
         free(cfg->python_path);
         free(cfg->nodejs_path);
         free(cfg->python_pip_mirror_url);
-        if (cfg->allowed_syscalls)
-                for (char **s = cfg->allowed_syscalls; *s; s++)
-                        free(*s);
-        free(cfg->allowed_syscalls);
+        (void) strv_free(cfg->allowed_syscalls);
         free(cfg->proxy_socks5);
         free(cfg->proxy_http);
         free(cfg->proxy_https);
         free(cfg->proxy_no_proxy);
         free(cfg->log_path);
-        if (cfg->allowed_env_vars)
-                for (char **s = cfg->allowed_env_vars; *s; s++)
-                        free(*s);
-        free(cfg->allowed_env_vars);
+        (void) strv_free(cfg->allowed_env_vars);
         free(cfg->state_dir);
         free(cfg->runtime_dir);
         free(cfg->enter_library);
         free(cfg->python_requirements);
         free(cfg->nodejs_packages);
         free(cfg->npm_registry);
-        if (cfg->egress_allow)
-                for (char **s = cfg->egress_allow; *s; s++)
-                        free(*s);
-        free(cfg->egress_allow);
-        if (cfg->egress_deny)
-                for (char **s = cfg->egress_deny; *s; s++)
-                        free(*s);
-        free(cfg->egress_deny);
-        strv_free_items(cfg->preload_python3);
-        strv_free_items(cfg->preload_nodejs);
+        (void) strv_free(cfg->egress_allow);
+        (void) strv_free(cfg->egress_deny);
+        (void) strv_free(cfg->preload_python3);
+        (void) strv_free(cfg->preload_nodejs);
         free(cfg->runner_socket);
         free(cfg->worker_user);
         *cfg = (Config){ 0 };

@@ -51,8 +51,8 @@ typedef struct Config {
         char *nodejs_packages;     /* npm specs, one per line; missing = empty */
         char *npm_registry;        /* npm's registry; empty: npm's own default */
 
-        /* ours: the egress relay of runs with network (src/sandbox/egress.c, difysandbox.conf(5)) */
-        char **egress_allow;               /* NULL-terminated rules, syntax of src/sandbox/egress-policy.h */
+        /* ours: the egress relay of runs with network (src/egress, difysandbox.conf(5)) */
+        char **egress_allow;               /* NULL-terminated rules, syntax of src/egress/egress-policy.h */
         char **egress_deny;                /* the same */
         uint32_t egress_max_connections;   /* connections of one run's relay at once */
         uint64_t egress_max_bytes;         /* bytes of one run's relay, both directions summed */

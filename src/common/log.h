@@ -28,7 +28,7 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 #define log_error_errno(error, ...) log_full_errno(LOG_ERR, error, __VA_ARGS__)
 
 /* The message catalog's IDs (catalog/difysandbox.catalog; the request record's and the egress denial's
- * are defined beside their writers, src/worker/http.c and src/sandbox/egress.h). */
+ * are defined beside their writers, src/worker/http.c and src/egress/egress.h). */
 #define MESSAGE_RUN_FINISHED_STR "6b4c976ba6474881ab52fe04f0940326"
 #define MESSAGE_CONFIG_RELOADED_STR "3f1c5e0b8f4a4c51a0c9d6e2b7a81f44"
 #define MESSAGE_CONFIG_REFUSED_STR "9a7d2c61e35b4f0e8b1f4c2d6a9e0b37"

@@ -17,13 +17,12 @@
 #include "fileio.h"
 #include "log.h"
 #include "parse.h"
+#include "time-util.h"
 
 #define STATS_FILE_NAME "stats"
 #define STATS_NEW_NAME "stats.new" /* a fresh file before it is renamed into place; only under the lock */
 #define STATS_LOCK_NAME "stats.lock"
 
-#define USEC_PER_SEC UINT64_C(1000000)
-#define NSEC_PER_USEC UINT64_C(1000)
 #define LOCK_TIMEOUT_USEC USEC_PER_SEC
 #define LOCK_POLL_USEC UINT64_C(1000)
 
@@ -193,13 +192,6 @@ static bool owner_alive(uint64_t word) {
 
 /* ---- the file ---- */
 
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_REALTIME, &ts); /* cannot fail with a valid clock */
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
-}
-
 static int write_all(int fd, const void *buf, size_t n) {
         const char *p = buf;
 
@@ -266,7 +258,7 @@ static int write_fresh(int dir_fd) {
                 .magic = STATS_FILE_MAGIC,
                 .version = STATS_FILE_VERSION,
                 .size = sizeof(StatsFile),
-                .created_realtime_usec = now_realtime_usec(),
+                .created_realtime_usec = now(CLOCK_REALTIME),
         };
 
         if (unlinkat(dir_fd, STATS_NEW_NAME, 0) < 0 && errno != ENOENT)

@@ -13,12 +13,9 @@
 #include <wchar.h>
 
 #include "common/parse.h"
+#include "common/time-util.h"
 #include "common/utf8.h"
 
-#define USEC_PER_MSEC UINT64_C(1000)
-#define USEC_PER_SEC UINT64_C(1000000)
-#define USEC_PER_MINUTE (60 * USEC_PER_SEC)
-#define USEC_PER_HOUR (60 * USEC_PER_MINUTE)
 #define USEC_PER_DAY (24 * USEC_PER_HOUR)
 
 #define PROGRESS_BAR_WIDTH 20
@@ -86,14 +83,6 @@ char *format_elapsed(char buf[static FORMAT_TIMESPAN_MAX], uint64_t usec) {
         else
                 (void) snprintf(buf, FORMAT_TIMESPAN_MAX, "%" PRIu64 ":%02" PRIu64, s / 60, s % 60);
         return buf;
-}
-
-uint64_t now_usec(int clock) {
-        struct timespec ts;
-
-        if (clock_gettime(clock, &ts) < 0)
-                return 0;
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 unsigned format_columns(int fd) {

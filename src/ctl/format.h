@@ -25,8 +25,6 @@ char *format_timestamp(char buf[static FORMAT_TIMESTAMP_MAX], uint64_t realtime_
 /* Elapsed time of a job on its progress line: "0:07", "12:34", "1:02:03". */
 char *format_elapsed(char buf[static FORMAT_TIMESPAN_MAX], uint64_t usec);
 
-uint64_t now_usec(int clock);
-
 /* The width of the terminal on fd, else $COLUMNS, else 80. */
 unsigned format_columns(int fd);
 

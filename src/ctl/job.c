@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "common/cleanup.h"
+#include "common/time-util.h"
 #include "ctl/bus.h"
 #include "ctl/ctl.h"
 #include "ctl/format.h"
@@ -114,7 +115,7 @@ static void job_draw_bar(JobFollow *f) {
 
         last = format_last_line(f->log, f->log ? strlen(f->log) : 0, &last_len);
         if (format_progress_line(f->progress < 0 ? 0.0 : f->progress, last, last_len,
-                                 now_usec(CLOCK_MONOTONIC) - f->start_usec, format_columns(STDOUT_FILENO),
+                                 now(CLOCK_MONOTONIC) - f->start_usec, format_columns(STDOUT_FILENO),
                                  &line) < 0)
                 return; /* out of memory: the next redraw tries again */
         (void) printf("\r%s\x1b[K", line);
@@ -298,7 +299,7 @@ static int job_finish(JobFollow *f) {
                 if (f->output == JOB_OUTPUT_LINES)
                         job_print_lines(f, true);
                 (void) printf("Job %s (%s) %s after %s.\n", f->path, f->what, f->result,
-                              format_timespan(elapsed, now_usec(CLOCK_MONOTONIC) - f->start_usec));
+                              format_timespan(elapsed, now(CLOCK_MONOTONIC) - f->start_usec));
                 (void) fflush(stdout);
         }
         if (!done)
@@ -417,7 +418,7 @@ int job_run(sd_bus *bus, sd_bus_message *call, const char *what, JobOutput outpu
                 .what = what,
                 .progress = -1.0,
                 .percent_printed = -1,
-                .start_usec = now_usec(CLOCK_MONOTONIC),
+                .start_usec = now(CLOCK_MONOTONIC),
         };
         const char *path;
         int r;

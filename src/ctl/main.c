@@ -20,6 +20,7 @@
 #include "common/cleanup.h"
 #include "common/config-file.h"
 #include "common/config.h"
+#include "common/time-util.h"
 #include "ctl/bus.h"
 #include "ctl/ctl.h"
 #include "ctl/format.h"
@@ -175,12 +176,12 @@ static JobOutput job_output(void) {
 
 static const char *age_suffix(char buf[static FORMAT_TIMESPAN_MAX + 8], uint64_t realtime_usec) {
         char span[FORMAT_TIMESPAN_MAX];
-        uint64_t now = now_usec(CLOCK_REALTIME);
+        uint64_t now_usec = now(CLOCK_REALTIME);
 
-        if (realtime_usec == 0 || now < realtime_usec)
+        if (realtime_usec == 0 || now_usec < realtime_usec)
                 return "";
         (void) snprintf(buf, FORMAT_TIMESPAN_MAX + 8, " (%s ago)",
-                        format_timespan(span, now - realtime_usec));
+                        format_timespan(span, now_usec - realtime_usec));
         return buf;
 }
 
@@ -459,7 +460,7 @@ static int refresh_is_due(const char *language) {
         _cleanup_free_ char *current = NULL, *reason = NULL, *target = NULL;
         char age[FORMAT_TIMESPAN_MAX], interval[FORMAT_TIMESPAN_MAX];
         struct stat st;
-        uint64_t mtime, now;
+        uint64_t mtime, now_usec;
         bool due;
         int r;
 
@@ -501,11 +502,10 @@ static int refresh_is_due(const char *language) {
                                 reason = NULL;
                 } else {
                         /* the symlink's own mtime: when the generation was switched in */
-                        mtime = (uint64_t) st.st_mtim.tv_sec * 1000000 +
-                                (uint64_t) st.st_mtim.tv_nsec / 1000;
-                        now = now_usec(CLOCK_REALTIME);
-                        due = now >= mtime && now - mtime >= cfg.python_deps_update_interval_usec;
-                        (void) format_timespan(age, now > mtime ? now - mtime : 0);
+                        mtime = timespec_load(&st.st_mtim);
+                        now_usec = now(CLOCK_REALTIME);
+                        due = now_usec >= mtime && now_usec - mtime >= cfg.python_deps_update_interval_usec;
+                        (void) format_timespan(age, now_usec > mtime ? now_usec - mtime : 0);
                         /* "gen-<N>", to say which; a current that is not a symlink is aged all the same */
                         if (S_ISLNK(st.st_mode) && st.st_size > 0 && st.st_size < 4096) {
                                 target = malloc((size_t) st.st_size + 1);

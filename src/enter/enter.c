@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/time-util.h"
 #include "enter-protocol.h"
 
 static void enter_fail(const char *what) {
@@ -28,7 +29,6 @@ __attribute__((constructor)) static void enter_final_stage(void) {
         struct sock_fprog prog;
         size_t size = 0;
         EnterAck ack = { .tag = ENTER_ACK };
-        struct timespec ts;
 
         for (;;) {
                 ssize_t n = read(ENTER_FD_FILTER, (char *) filter + size, sizeof(filter) - size);
@@ -46,7 +46,8 @@ __attribute__((constructor)) static void enter_final_stage(void) {
                 enter_fail("final filter malformed");
         (void) close(ENTER_FD_FILTER);
 
-        /* The code fd must be in place before the filter: the final stage has no dup3. */
+        /* The code fd goes where the interpreter reads it before the filter, so that the filter is the last
+         * step before the ack (the final stage allows dup3 too, for os.dup2()). */
         if (dup3(ENTER_FD_CODE, CODE_FD, O_CLOEXEC) != CODE_FD)
                 enter_fail("cannot move the code fd");
         (void) close(ENTER_FD_CODE);
@@ -57,8 +58,7 @@ __attribute__((constructor)) static void enter_final_stage(void) {
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
                 enter_fail("cannot install the final filter");
 
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO */
-        ack.usec = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+        ack.usec = now(CLOCK_MONOTONIC); /* vDSO */
         if (write(ENTER_FD_ACK, &ack, sizeof(ack)) != (ssize_t) sizeof(ack))
                 _exit(125); /* the parent is gone or the ack pipe broken: nothing may run */
         (void) close(ENTER_FD_ACK);

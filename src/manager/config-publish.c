@@ -17,6 +17,7 @@
 #include "common/cleanup.h"
 #include "common/config-file.h"
 #include "common/log.h"
+#include "common/time-util.h"
 #include "manager.h"
 
 static void config_donep(Config *cfg) {
@@ -110,7 +111,7 @@ static void commit(Manager *m, Config *cfg) {
         config_done(&m->cfg);
         m->cfg = *cfg;
         *cfg = (Config){ 0 };
-        m->config_loaded_realtime_usec = now_realtime_usec();
+        m->config_loaded_realtime_usec = now(CLOCK_REALTIME);
 }
 
 int manager_config_start(Manager *m) {
@@ -137,7 +138,7 @@ int manager_config_start(Manager *m) {
                 m->cfg = cfg;
                 cfg = (Config){ 0 };
                 m->stats = stats_for(&m->cfg);
-                m->config_loaded_realtime_usec = now_realtime_usec();
+                m->config_loaded_realtime_usec = now(CLOCK_REALTIME);
                 return 0;
         }
 
@@ -149,7 +150,7 @@ int manager_config_start(Manager *m) {
         cfg = (Config){ 0 };
         m->stats = stats_for(&m->cfg);
         stats_bump_config_generation(m->stats); /* workers started before us reload too */
-        m->config_loaded_realtime_usec = now_realtime_usec();
+        m->config_loaded_realtime_usec = now(CLOCK_REALTIME);
         log_info("Configuration loaded from %s and published to %s", CONFIG_FILE_MAIN,
                  CONFIG_FILE_PUBLISHED);
         return 0;

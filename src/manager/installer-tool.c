@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/strv.h"
 #include "common/utf8.h"
 #include "manager/installer.h"
 #include "manager/requirements.h"
@@ -26,14 +27,6 @@
 #define TOOL_LINE_MAX 4096U
 /* How long pip or npm get to go after SIGTERM before SIGKILL. */
 #define STOP_TIMEOUT_MSEC 5000
-
-static void strv_freep(char ***p) {
-        if (!*p)
-                return;
-        for (char **s = *p; *s; s++)
-                free(*s);
-        free(*p);
-}
 
 typedef struct ToolOutput {
         char *line; /* the line being read, TOOL_LINE_MAX + 1 bytes */

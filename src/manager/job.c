@@ -18,6 +18,8 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/strv.h"
+#include "common/time-util.h"
 #include "manager.h"
 #include "requirements.h"
 #include "runtime/runtime.h"
@@ -126,7 +128,7 @@ static void job_finish(Job *j) {
                         "PRIORITY=%i", LOG_INFO, "DIFYSANDBOX_JOB=%" PRIu32, j->id,
                         "DIFYSANDBOX_JOB_KIND=%s", j->kind, "LANGUAGE=%s", j->language, "RESULT=done",
                         "DIFYSANDBOX_GENERATION=%" PRIu64, j->generation, "DURATION_USEC=%" PRIu64,
-                        now_monotonic_usec() - j->started_usec, NULL);
+                        now(CLOCK_MONOTONIC) - j->started_usec, NULL);
                 (void) manager_emit_dependencies_changed(m, j->language, j->generation);
         } else {
                 const char *why =
@@ -138,7 +140,7 @@ static void job_finish(Job *j) {
                         j->id, j->kind, j->language, why, "MESSAGE_ID=" MESSAGE_JOB_FINISHED_STR,
                         "PRIORITY=%i", LOG_ERR, "DIFYSANDBOX_JOB=%" PRIu32, j->id, "DIFYSANDBOX_JOB_KIND=%s",
                         j->kind, "LANGUAGE=%s", j->language, "RESULT=failed", "DIFYSANDBOX_REASON=%s", why,
-                        "DURATION_USEC=%" PRIu64, now_monotonic_usec() - j->started_usec, NULL);
+                        "DURATION_USEC=%" PRIu64, now(CLOCK_MONOTONIC) - j->started_usec, NULL);
         }
 
         (void) sd_bus_emit_signal(m->bus, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, "JobRemoved", "os",
@@ -257,13 +259,6 @@ oom:
                 free(argv[i]);
         free(argv);
         return -ENOMEM;
-}
-
-static void strv_freep(char ***v) {
-        if (*v)
-                for (char **p = *v; *p; p++)
-                        free(*p);
-        free(*v);
 }
 
 /* The sandbox of the installer: it runs code from a package index (setup.py, npm scripts), so it gets
@@ -435,12 +430,12 @@ int job_start(Manager *m, const char *language, const char *kind, char **package
         j->id = ++m->next_job_id;
         j->kind = kind;
         j->state = "running";
-        j->started_usec = now_monotonic_usec();
+        j->started_usec = now(CLOCK_MONOTONIC);
         (void) snprintf(j->language, sizeof(j->language), "%s", language);
         (void) snprintf(j->path, sizeof(j->path), JOB_PATH_PREFIX "/%" PRIu32, j->id);
         /* The start time keeps unit names unique across manager restarts. */
         (void) snprintf(j->unit, sizeof(j->unit), "difysandbox-deps-%s-%" PRIu64 "-%" PRIu32 ".service",
-                        language, now_realtime_usec() / 1000000U, j->id);
+                        language, now(CLOCK_REALTIME) / 1000000U, j->id);
 
         r = start_unit(j, argv, packages_dir, write_fd, reterr);
         if (r < 0) {

@@ -16,21 +16,8 @@
 #include "common/cleanup.h"
 #include "common/config-file.h"
 #include "common/log.h"
+#include "common/time-util.h"
 #include "manager.h"
-
-uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
-}
-
-uint64_t now_monotonic_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
-}
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -88,8 +75,8 @@ int main(int argc, char *argv[]) {
                 return 2;
         }
 
-        m.started_realtime_usec = now_realtime_usec();
-        m.started_monotonic_usec = now_monotonic_usec();
+        m.started_realtime_usec = now(CLOCK_REALTIME);
+        m.started_monotonic_usec = now(CLOCK_MONOTONIC);
 
         r = manager_config_start(&m);
         if (r < 0) {

@@ -40,9 +40,6 @@ typedef struct Manager {
         bool reloading;
 } Manager;
 
-uint64_t now_realtime_usec(void);
-uint64_t now_monotonic_usec(void);
-
 /* manager-bus.c */
 int manager_bus_register(Manager *m);
 int manager_emit_dependencies_changed(Manager *m, const char *language, uint64_t generation);

@@ -14,9 +14,8 @@
 
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/time-util.h"
 
-#define USEC_PER_SEC UINT64_C(1000000)
-#define NSEC_PER_USEC UINT64_C(1000)
 /* How often the queue head looks at the worker slots, and how often a waiter past its deadline is
  * interrupted until it notices (see flock_until()). */
 #define POLL_INTERVAL_USEC UINT64_C(5000)
@@ -36,18 +35,6 @@ struct AdmitTicket {
 
 DEFINE_POINTER_CLEANUP(Admit *, admit_free);
 DEFINE_POINTER_CLEANUP(AdmitTicket *, admit_release);
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts); /* cannot fail with a valid clock */
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
-}
-
-static struct timespec timespec_from_usec(uint64_t usec) {
-        return (struct timespec){ .tv_sec = (time_t) (usec / USEC_PER_SEC),
-                                  .tv_nsec = (long) ((usec % USEC_PER_SEC) * NSEC_PER_USEC) };
-}
 
 static int mkdir_open(int parent_fd, const char *name, int *ret_fd) {
         int fd;
@@ -159,8 +146,8 @@ static void alarm_interrupt(int sig) {
 static int flock_until(int fd, uint64_t deadline) {
         struct sigaction sa = { .sa_handler = alarm_interrupt }, old_sa; /* no SA_RESTART */
         struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM };
-        struct itimerspec its = { .it_value = timespec_from_usec(deadline),
-                                  .it_interval = timespec_from_usec(DEADLINE_TICK_USEC) };
+        struct itimerspec its = { .it_value = timespec_store(deadline),
+                                  .it_interval = timespec_store(DEADLINE_TICK_USEC) };
         sigset_t alarm_set, old_mask;
         timer_t timer;
         int r;
@@ -169,7 +156,7 @@ static int flock_until(int fd, uint64_t deadline) {
                 return 0;
         if (errno != EWOULDBLOCK)
                 return -errno;
-        if (now_usec() >= deadline)
+        if (now(CLOCK_MONOTONIC) >= deadline)
                 return -ETIMEDOUT;
 
         if (sigemptyset(&alarm_set) < 0 || sigaddset(&alarm_set, SIGALRM) < 0)
@@ -194,7 +181,7 @@ static int flock_until(int fd, uint64_t deadline) {
                         r = 0;
                 else if (errno != EINTR)
                         r = -errno;
-                else if (now_usec() >= deadline)
+                else if (now(CLOCK_MONOTONIC) >= deadline)
                         r = -ETIMEDOUT;
         }
 
@@ -212,18 +199,18 @@ static int flock_until(int fd, uint64_t deadline) {
 static int worker_slot_wait(Admit *admit, uint64_t deadline, int *ret_fd, unsigned *ret_slot) {
         for (;;) {
                 struct timespec nap;
-                uint64_t now;
+                uint64_t now_usec;
                 int r;
 
                 r = slot_take_any(admit->workers_fd, admit->max_workers, ret_fd, ret_slot);
                 if (r != -EBUSY)
                         return r;
 
-                now = now_usec();
-                if (now >= deadline)
+                now_usec = now(CLOCK_MONOTONIC);
+                if (now_usec >= deadline)
                         return -ETIMEDOUT;
-                nap = timespec_from_usec(deadline - now < POLL_INTERVAL_USEC ? deadline - now
-                                                                             : POLL_INTERVAL_USEC);
+                nap = timespec_store(deadline - now_usec < POLL_INTERVAL_USEC ? deadline - now_usec
+                                                                              : POLL_INTERVAL_USEC);
                 (void) nanosleep(&nap, NULL); /* EINTR only shortens the nap */
         }
 }
@@ -231,7 +218,7 @@ static int worker_slot_wait(Admit *admit, uint64_t deadline, int *ret_fd, unsign
 int admit_take(Admit *admit, uint64_t wait_usec, AdmitTicket **ret) {
         _cleanup_(admit_releasep) AdmitTicket *ticket = NULL;
         _cleanup_close_ int queue_fd = -EBADF;
-        uint64_t start = now_usec(), deadline;
+        uint64_t start = now(CLOCK_MONOTONIC), deadline;
         int r;
 
         deadline = wait_usec > UINT64_MAX - start ? UINT64_MAX : start + wait_usec;
@@ -260,7 +247,7 @@ int admit_take(Admit *admit, uint64_t wait_usec, AdmitTicket **ret) {
                 return r;
         queue_fd = safe_close(queue_fd); /* the next in line becomes the head */
 
-        ticket->waited_usec = now_usec() - start;
+        ticket->waited_usec = now(CLOCK_MONOTONIC) - start;
         *ret = TAKE_PTR(ticket);
         return 0;
 }

@@ -15,19 +15,11 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/stats.h"
+#include "common/time-util.h"
 #include "sandbox/run.h"
-
-#define USEC_PER_SEC UINT64_C(1000000)
 
 DEFINE_POINTER_CLEANUP(AdmitTicket *, admit_release);
 DEFINE_POINTER_CLEANUP(PreparedRun *, prepared_run_free);
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / UINT64_C(1000);
-}
 
 static int reply_send(int conn_fd, const RunnerReply *reply, const void *const *parts) {
         _cleanup_close_ int payload = -EBADF;
@@ -181,7 +173,7 @@ int handler_run(const HandlerContext *ctx, const RunnerRequest *req, int code_fd
         Language language = (Language) req->language;
         RunFailure failure = { 0 };
         RunOutput out = { 0 };
-        uint64_t start = now_usec();
+        uint64_t start = now(CLOCK_MONOTONIC);
         int active_slot, r;
 
         r = payload_read(code_fd, 0, req->code_len, &code);
@@ -203,7 +195,8 @@ int handler_run(const HandlerContext *ctx, const RunnerRequest *req, int code_fd
         stats_run_end(ctx->stats, active_slot);
         if (r < 0) {
                 /* The user sees an error: counted as one, with the time it took to fail. */
-                stats_record_run(ctx->stats, (unsigned) language, STATS_RESULT_ERROR, now_usec() - start);
+                stats_record_run(ctx->stats, (unsigned) language, STATS_RESULT_ERROR,
+                                 now(CLOCK_MONOTONIC) - start);
                 r = reply_failure(ctx, conn_fd, r, &failure);
                 run_failure_done(&failure);
                 return r;

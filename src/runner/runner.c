@@ -27,13 +27,13 @@
 #include "common/log.h"
 #include "common/packages.h"
 #include "common/stats.h"
+#include "common/time-util.h"
 #include "handler.h"
 #include "pool.h"
 #include "protocol.h"
 #include "sandbox/run.h"
 #include "slot.h"
 
-#define USEC_PER_SEC UINT64_C(1000000)
 /* How often the loop looks for a new configuration or dependency generation while no request comes. */
 #define CHECK_INTERVAL_USEC (UINT64_C(1) * USEC_PER_SEC)
 /* After a slot failed to prepare, the next try waits this long, doubling up to the maximum. */
@@ -79,13 +79,6 @@ struct Conn {
 
 DEFINE_POINTER_CLEANUP(Runner *, runner_free);
 DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / UINT64_C(1000);
-}
 
 static HandlerContext runner_context(const Runner *r) {
         return (HandlerContext){
@@ -227,7 +220,7 @@ static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata) {
                 r->backoff_usec = r->backoff_usec ? r->backoff_usec * 2 : BACKOFF_MIN_USEC;
                 if (r->backoff_usec > BACKOFF_MAX_USEC)
                         r->backoff_usec = BACKOFF_MAX_USEC;
-                r->prepare_not_before = now_usec() + r->backoff_usec;
+                r->prepare_not_before = now(CLOCK_MONOTONIC) + r->backoff_usec;
                 log_debug("A %s slot of the pool failed to prepare; next try in %" PRIu64 " ms",
                           language_to_string(slot->language), r->backoff_usec / 1000);
         }
@@ -341,10 +334,10 @@ static bool pool_upgrade_one(Runner *r) {
  * busy with runs): light while runs are coming, preloaded once they pause. */
 static void pool_refill(Runner *r) {
         Language language = pool_next_to_prepare(&r->pool);
-        uint64_t now = now_usec(), quiet_at = r->last_run_usec + REFILL_QUIET_USEC;
-        bool quiet = now >= quiet_at;
+        uint64_t now_usec = now(CLOCK_MONOTONIC), quiet_at = r->last_run_usec + REFILL_QUIET_USEC;
+        bool quiet = now_usec >= quiet_at;
 
-        if (now < r->prepare_not_before)
+        if (now_usec < r->prepare_not_before)
                 return; /* the periodic timer looks again */
         if (!quiet) {
                 /* Look again once runs pause, not only at the next periodic tick. */
@@ -547,7 +540,7 @@ static int dispatch_cold(Runner *r, Conn *c, const RunnerRequest *req, int code_
 static int handle_run(Runner *r, Conn *c, const RunnerRequest *req, int code_fd) {
         int e;
 
-        r->last_run_usec = now_usec();
+        r->last_run_usec = now(CLOCK_MONOTONIC);
 
         if (!pool_may_handle(&r->pool)) {
                 log_warning("Refusing a run: %u requests (max_requests) are being handled",
@@ -726,14 +719,14 @@ Runner *runner_free(Runner *r) {
         }
         for (size_t i = 0; i < r->pool.n_slots; i++) {
                 PoolSlot *slot = &r->pool.slots[i];
-                uint64_t deadline = now_usec() + STOP_GRACE_USEC;
+                uint64_t deadline = now(CLOCK_MONOTONIC) + STOP_GRACE_USEC;
 
                 /* A handler's run in flight is lost (its client gets an error naming the runner); a
                  * slot still preparing, or one that does not go in time, is killed. Our children. */
                 if (slot->state == POOL_SLOT_HANDLING)
                         (void) kill(slot->pid, SIGKILL);
                 while (waitpid(slot->pid, NULL, WNOHANG) == 0) {
-                        if (now_usec() >= deadline) {
+                        if (now(CLOCK_MONOTONIC) >= deadline) {
                                 (void) kill(slot->pid, SIGKILL);
                                 (void) waitpid(slot->pid, NULL, 0);
                                 break;

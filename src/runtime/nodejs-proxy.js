@@ -1,5 +1,5 @@
 // difysandbox: Node.js's way out of a run with network. The run's network namespace holds only lo and the
-// egress proxy (src/sandbox/egress.c) at the address of HTTP_PROXY / HTTPS_PROXY. Node itself ignores
+// egress proxy (src/egress/relay.c) at the address of HTTP_PROXY / HTTPS_PROXY. Node itself ignores
 // those variables, so this file, preloaded with `node --require <this file>`, makes the usual clients use
 // them:
 //   - http.request/get:  through http.globalAgent, which sends the request in absolute form to the proxy;

@@ -14,18 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/time-util.h"
 #include "creds.h"
 #include "enter/enter-protocol.h"
 #include "netns.h"
 #include "rlimits.h"
 #include "rootfs.h"
 #include "seccomp.h"
-
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no syscall, so the exec filter allows it */
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
-}
 
 static const char *const step_names[_CHILD_STEP_MAX] = {
         [CHILD_STEP_SYNC] = "sync",         [CHILD_STEP_ROOTFS] = "rootfs",
@@ -145,13 +140,13 @@ void child_run(const RunPlan *plan) {
                 if (r < 0)
                         child_failed(status_fd, CHILD_STEP_NETWORK, r);
         }
-        timing.root_done_usec = monotonic_usec();
+        timing.root_done_usec = now(CLOCK_MONOTONIC);
 
         /* The parent moves us into the run's cgroup while we built the root; EOF means it died. */
         if (read(sync_fd, &byte, 1) != 1)
                 child_failed(status_fd, CHILD_STEP_SYNC, -EPIPE);
         (void) close(sync_fd);
-        timing.sync_done_usec = monotonic_usec();
+        timing.sync_done_usec = now(CLOCK_MONOTONIC);
 
         /* Now that we are inside the run's cgroup, make it the root of what the run can see. */
         if (unshare(CLONE_NEWCGROUP) < 0)
@@ -184,7 +179,7 @@ void child_run(const RunPlan *plan) {
                 child_failed(status_fd, CHILD_STEP_SECCOMP, r);
 
         /* write is in the exec stage (the interpreter needs it); a lost record only loses timings. */
-        timing.creds_done_usec = monotonic_usec();
+        timing.creds_done_usec = now(CLOCK_MONOTONIC);
         (void) !write(status_fd, &timing, sizeof(timing));
 
         execve(plan->exec_path, plan->argv, plan->envp);

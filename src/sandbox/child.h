@@ -1,6 +1,6 @@
 #pragma once
 /* child: the run's first process, from clone() to execve() of the interpreter (DESIGN §3, steps 3–7).
- * child_setup() is the table of contents of the isolation chain; each step is one call into its own
+ * child_run() is the table of contents of the isolation chain; each step is one call into its own
  * file. The child allocates nothing (it is a clone of a process that may have threads): everything it
  * needs is prepared by the parent in a RunPlan. It never logs: it reports (step, errno) on its status
  * pipe and _exit()s, and the parent logs. */
@@ -76,7 +76,7 @@ typedef struct RunPlan {
 
         /* fds of the parent's pipes, child ends */
         int sync_fd;   /* read: one byte when the child is in its cgroup; EOF = parent gone */
-        int status_fd; /* write, close-on-exec: ChildFailure */
+        int status_fd; /* write, close-on-exec: ChildReport records */
         int code_fd;   /* read: the code, becomes ENTER_FD_CODE */
         int filter_fd; /* read: the final stage, becomes ENTER_FD_FILTER */
         int ack_fd;    /* write: becomes ENTER_FD_ACK */

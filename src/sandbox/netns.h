@@ -2,7 +2,7 @@
 /* netns: the run's own network namespace (DESIGN §3.3; network egress). Every run gets a new, empty
  * one. A run with network also gets its loopback up and, on 127.0.0.1:EGRESS_PROXY_PORT, a listening
  * socket made inside the namespace by the child and handed to the parent, which serves the egress proxy
- * on it from the host's namespace (egress.c): the proxy is the run's only way out. Called in the child,
+ * on it from the host's namespace (src/egress): the proxy is the run's only way out. Called in the child,
  * as root, before the credentials go; nothing here allocates. */
 
 #define EGRESS_PROXY_PORT 3128

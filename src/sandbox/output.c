@@ -14,6 +14,7 @@
 
 #include "child.h"
 #include "common/cleanup.h"
+#include "common/time-util.h"
 #include "enter/enter-protocol.h"
 
 enum { SLOT_PID, SLOT_CODE, SLOT_STATUS, SLOT_ACK, SLOT_STDOUT, SLOT_STDERR, _SLOT_MAX };
@@ -21,12 +22,6 @@ enum { SLOT_PID, SLOT_CODE, SLOT_STATUS, SLOT_ACK, SLOT_STDOUT, SLOT_STDERR, _SL
 /* Once PID 1 has exited every process of the run is gone, so the pipes reach EOF at once; this only
  * bounds the wait should that ever not hold. */
 #define DRAIN_GRACE_USEC (2ULL * 1000000ULL)
-
-uint64_t now_usec(void) {
-        struct timespec ts;
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
-}
 
 static void kill_run(int pidfd) {
         (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* fails only if already gone */
@@ -93,7 +88,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                 p[SLOT_CODE].fd = safe_close(p[SLOT_CODE].fd);
 
         while (r >= 0) {
-                uint64_t now = now_usec();
+                uint64_t now_usec = now(CLOCK_MONOTONIC);
                 int timeout_ms;
                 bool open_pipes = false;
 
@@ -102,20 +97,20 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                                 open_pipes = true;
                 if (exited && !open_pipes)
                         break;
-                if (exited && now >= exit_usec + DRAIN_GRACE_USEC)
+                if (exited && now_usec >= exit_usec + DRAIN_GRACE_USEC)
                         break;
 
-                if (!killed && now >= deadline_usec) {
+                if (!killed && now_usec >= deadline_usec) {
                         rep.timed_out = true;
                         killed = true;
                         kill_run(fds->pidfd);
                 }
                 if (exited)
-                        timeout_ms = (int) ((exit_usec + DRAIN_GRACE_USEC - now) / 1000) + 1;
+                        timeout_ms = (int) ((exit_usec + DRAIN_GRACE_USEC - now_usec) / 1000) + 1;
                 else if (killed)
                         timeout_ms = -1;
                 else
-                        timeout_ms = (int) ((deadline_usec - now + 999) / 1000);
+                        timeout_ms = (int) ((deadline_usec - now_usec + 999) / 1000);
 
                 if (poll(p, _SLOT_MAX, timeout_ms) < 0) {
                         if (errno == EINTR)
@@ -126,7 +121,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
 
                 if (p[SLOT_PID].revents) {
                         exited = true;
-                        exit_usec = rep.exit_usec = now_usec();
+                        exit_usec = rep.exit_usec = now(CLOCK_MONOTONIC);
                         p[SLOT_PID].fd = -1;      /* owned by the caller */
                         if (p[SLOT_CODE].fd >= 0) /* nobody will read the rest */
                                 p[SLOT_CODE].fd = safe_close(p[SLOT_CODE].fd);
@@ -152,7 +147,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                                 rep.child_sync_usec = f.sync_done_usec;
                                 rep.child_creds_usec = f.creds_done_usec;
                         } else if (n == 0 && !rep.setup_failed)
-                                rep.exec_usec = now_usec();
+                                rep.exec_usec = now(CLOCK_MONOTONIC);
                         /* A report is written in one piece (< PIPE_BUF): only EOF or an error ends it. */
                         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
                                 p[SLOT_STATUS].fd = safe_close(p[SLOT_STATUS].fd);
@@ -177,7 +172,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                                 continue;
                         k = collect(p[i].fd, buf, cap);
                         if (rep.first_output_usec == 0 && buf->len > 0)
-                                rep.first_output_usec = now_usec();
+                                rep.first_output_usec = now(CLOCK_MONOTONIC);
                         if (k < 0) {
                                 r = k;
                                 break;

@@ -43,5 +43,3 @@ typedef struct OutputReport {
 int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, uint64_t deadline_usec,
                 OutputReport *ret);
 void output_report_done(OutputReport *report);
-
-uint64_t now_usec(void);

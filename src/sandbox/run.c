@@ -28,8 +28,10 @@
 #include "common/config.h"
 #include "common/generation.h"
 #include "common/log.h"
+#include "common/strv.h"
+#include "common/time-util.h"
 #include "common/utf8.h"
-#include "egress.h"
+#include "egress/egress.h"
 #include "netns.h"
 #include "output.h"
 #include "rootfs.h"
@@ -249,10 +251,7 @@ static void plan_strings_done(PlanStrings *s) {
         free(s->support_target);
         free(s->packages_target);
         free(s->exec_path);
-        if (s->envp)
-                for (char **e = s->envp; *e; e++)
-                        free(*e);
-        free(s->envp);
+        (void) strv_free(s->envp);
 }
 
 /* A run with network reaches out only through the egress proxy in its namespace (netns.h). */
@@ -560,7 +559,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 .stdout_fd = -EBADF,
                 .stderr_fd = -EBADF,
                 .cpu_limit_usec = (cfg->cpu_time_usec + 999999) / 1000000 * 1000000,
-                .start = now_usec(),
+                .start = now(CLOCK_MONOTONIC),
         };
 
         /* Step 5's dependencies: the language's current generation, share-locked for as long as the run
@@ -585,7 +584,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
 
         /* Step 2: a UID of the pool; it also owns the run's cgroup name. */
         r = uidpool_take(cfg->state_dir, cfg->uid_min, cfg->uid_max, &p->lease);
-        p->t_uid = now_usec();
+        p->t_uid = now(CLOCK_MONOTONIC);
         if (r < 0)
                 return fail(reterr, "uid", r, cfg->state_dir);
 
@@ -600,7 +599,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 if (r < 0)
                         return fail(reterr, "cgroup", r, NULL);
         }
-        p->t_cgroup = now_usec();
+        p->t_cgroup = now(CLOCK_MONOTONIC);
         r = run_id_make(p->id);
         if (r < 0)
                 return fail(reterr, "init", r, NULL);
@@ -672,7 +671,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         /* Step 3: the child, in fresh namespaces. Every run gets its own network namespace: empty, or
          * with network only the egress proxy. */
         unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET;
-        p->t_clone = now_usec();
+        p->t_clone = now(CLOCK_MONOTONIC);
         p->pid = clone_child(flags);
         if (p->pid < 0) {
                 r = -errno;
@@ -706,7 +705,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 r = fail(reterr, "spawn", -errno, NULL);
         else {
                 /* Step 4: into the scope or cgroup, then let the child go on, up to reading its code. */
-                p->t_spawned = now_usec();
+                p->t_spawned = now(CLOCK_MONOTONIC);
                 r = attach(sb, p->cg, p->id, p->pid, &limits, reterr);
                 if (r >= 0 && write(pipes.fds[PIPE_SYNC][1], "1", 1) != 1)
                         r = sync_failed(p->status_fd, -errno, reterr);
@@ -716,7 +715,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         pipes_close(&pipes); /* what is left: the sync pipe's write end */
         if (r < 0)
                 return r; /* prepared_run_free() kills the child: nothing of the user's ran yet */
-        p->t_released = now_usec();
+        p->t_released = now(CLOCK_MONOTONIC);
 
         *ret = TAKE_PTR(p);
         return 0;
@@ -733,7 +732,7 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
         int status, r;
 
         timeout = timeout_usec > 0 ? timeout_usec : cfg->worker_timeout_usec;
-        start = now_usec();
+        start = now(CLOCK_MONOTONIC);
 
         if (warm) {
                 /* A prepared run that died while it waited (its scope was stopped, it was killed) has
@@ -840,7 +839,7 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
         uint64_t p_start = p->start, t_uid = p->t_uid, t_cgroup = p->t_cgroup, t_clone = p->t_clone,
                  t_spawned = p->t_spawned, t_released = p->t_released;
         owned = prepared_run_free(TAKE_PTR(owned));
-        uint64_t end = now_usec();
+        uint64_t end = now(CLOCK_MONOTONIC);
         /* A warm run's clock starts with its request (its code): its set-up happened before, and is
          * reported in the phases all the same. A cold run's user code starts with the final stage. */
         uint64_t code_start = warm ? start : rep_ack;

@@ -12,6 +12,7 @@
 
 #include "cgroup.h"
 #include "common/cleanup.h"
+#include "common/time-util.h"
 
 struct ScopeManager {
         sd_bus *bus;
@@ -64,12 +65,6 @@ static int on_job_removed(sd_bus_message *msg, void *userdata, sd_bus_error *err
         w->done = true;
         w->result = strdup(result);
         return 0;
-}
-
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
 }
 
 static int append_properties(sd_bus_message *m, const char *slice, pid_t pid, const CgroupLimits *limits) {
@@ -128,17 +123,17 @@ int scope_start(ScopeManager *m, const char *unit, const char *slice, pid_t pid,
                 return r;
         wait.job = job;
 
-        deadline = monotonic_usec() + timeout_usec;
+        deadline = now(CLOCK_MONOTONIC) + timeout_usec;
         while (!wait.done) {
-                uint64_t now = monotonic_usec();
-                if (now >= deadline)
+                uint64_t now_usec = now(CLOCK_MONOTONIC);
+                if (now_usec >= deadline)
                         return -ETIMEDOUT;
                 r = sd_bus_process(m->bus, NULL);
                 if (r < 0)
                         return r;
                 if (r > 0)
                         continue;
-                r = sd_bus_wait(m->bus, deadline - now);
+                r = sd_bus_wait(m->bus, deadline - now_usec);
                 if (r < 0)
                         return r;
         }

@@ -45,5 +45,15 @@ typedef struct IoctlRule {
 const SyscallRule *seccomp_common_rules(size_t *ret_n);
 const IoctlRule *seccomp_ioctl_rules(size_t *ret_n);
 
-/* Names no user code may ever reach, whatever the language or network (DESIGN §3.7). */
-const char *const *seccomp_never_allow(size_t *ret_n);
+/* A system call no user code may ever reach, whatever the language, network or configuration (DESIGN
+ * §3.7), and why: the reason is what config-file.c answers when allowed_syscalls names it. */
+typedef struct NeverAllowRule {
+        const char *name;
+        const char *reason;
+} NeverAllowRule;
+
+/* The never-allow table, sorted by name. */
+const NeverAllowRule *seccomp_never_allow(size_t *ret_n);
+
+/* The reason of name's row, or NULL when name is not in the never-allow table. */
+const char *seccomp_never_allow_reason(const char *name);

@@ -162,14 +162,7 @@ static int table_action(const Runtime *rt, const char *name) {
 }
 
 static bool never_allowed(const char *name) {
-        const char *const *names;
-        size_t n;
-
-        names = seccomp_never_allow(&n);
-        for (size_t i = 0; i < n; i++)
-                if (strcmp(names[i], name) == 0)
-                        return true;
-        return false;
+        return seccomp_never_allow_reason(name) != NULL;
 }
 
 /* libseccomp 2.5 exports BPF only to an fd; a memfd keeps it in memory. */

@@ -2,17 +2,23 @@
 
 #include "uidpool.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "common/cleanup-io.h"
 #include "common/cleanup.h"
+#include "common/parse.h"
 
 static int open_dir(const char *state_dir, int *ret_fd) {
         _cleanup_close_ int state_fd = -EBADF;
@@ -117,24 +123,82 @@ UidLease *uidpool_release(UidLease *lease) {
         return NULL;
 }
 
+static int inode_cmp(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* The inodes of the range's lock files (sorted), and their filesystem. No file: *ret_n is 0. */
+static int lock_inodes(const char *state_dir, uid_t uid_min, uid_t uid_max, uint64_t **ret, size_t *ret_n,
+                       dev_t *ret_dev) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ uint64_t *inodes = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        struct stat st;
+
+        if (asprintf(&dir, "%s/uids", state_dir) < 0)
+                return -ENOMEM;
+        d = opendir(dir);
+        if (!d && errno != ENOENT)
+                return -errno;
+        while (d && (de = readdir(d))) {
+                uint32_t uid;
+
+                if (parse_uint32(de->d_name, &uid) < 0 || uid < uid_min || uid > uid_max)
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+                        continue;
+                if (n == cap) {
+                        uint64_t *p = reallocarray(inodes, cap = cap ? cap * 2 : 64, sizeof(uint64_t));
+                        if (!p)
+                                return -ENOMEM;
+                        inodes = p;
+                }
+                inodes[n++] = st.st_ino;
+                *ret_dev = st.st_dev;
+        }
+        qsort(inodes, n, sizeof(uint64_t), inode_cmp);
+        *ret = TAKE_PTR(inodes);
+        *ret_n = n;
+        return 0;
+}
+
+/* Counted from /proc/locks rather than by trying the locks: a take at the same instant would skip the UIDs
+ * being tried, and counting creates nothing. A UID is held when a FLOCK is on its lock file's inode. */
 int uidpool_count_free(const char *state_dir, uid_t uid_min, uid_t uid_max) {
-        _cleanup_close_ int dir_fd = -EBADF;
-        int r, n = 0;
+        _cleanup_(fclosep) FILE *locks = NULL;
+        _cleanup_free_ uint64_t *inodes = NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0, line_size = 0, held = 0, size;
+        dev_t dev = 0;
+        int r;
 
         if (uid_min == 0 || uid_max < uid_min)
                 return -EINVAL;
-        r = open_dir(state_dir, &dir_fd);
-        if (r < 0)
-                return r;
-        for (uid_t uid = uid_min;; uid++) {
-                int fd = try_lock(dir_fd, uid);
-                if (fd >= 0) {
-                        n++;
-                        (void) safe_close(fd);
-                } else if (fd != -EWOULDBLOCK)
-                        return fd;
-                if (uid == uid_max)
-                        break;
+        size = (size_t) (uid_max - uid_min) + 1;
+        if (size > INT_MAX)
+                return -ERANGE;
+        r = lock_inodes(state_dir, uid_min, uid_max, &inodes, &n, &dev);
+        if (r < 0 || n == 0)
+                return r < 0 ? r : (int) size;
+
+        locks = fopen("/proc/locks", "re");
+        if (!locks)
+                return -errno;
+        /* "1: FLOCK  ADVISORY  WRITE 1234 00:1a:5678 0 EOF"; waiters are "1: -> FLOCK ..." */
+        while (getline(&line, &line_size, locks) > 0) {
+                unsigned major, minor;
+                uint64_t ino;
+                char type[16];
+
+                if (sscanf(line, "%*u: %15s %*s %*s %*d %x:%x:%" SCNu64, type, &major, &minor, &ino) != 4 ||
+                    !streq(type, "FLOCK") || makedev(major, minor) != dev)
+                        continue;
+                if (bsearch(&ino, inodes, n, sizeof(uint64_t), inode_cmp))
+                        held++;
         }
-        return n;
+        return held >= size ? 0 : (int) (size - held);
 }

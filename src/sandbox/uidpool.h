@@ -17,5 +17,6 @@ int uidpool_take(const char *state_dir, uid_t uid_min, uid_t uid_max, UidLease *
 int uidpool_take_uid(const char *state_dir, uid_t uid, UidLease **ret);
 UidLease *uidpool_release(UidLease *lease); /* NULL-safe, returns NULL */
 
-/* Counts the UIDs of the range that are free right now (for stats and tests). */
+/* Counts the UIDs of the range that are free right now (for the manager's stats and tests), or -errno.
+ * Takes no lock and creates nothing, so a run taking a UID at the same instant is not disturbed. */
 int uidpool_count_free(const char *state_dir, uid_t uid_min, uid_t uid_max);

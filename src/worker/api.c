@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "common/packages.h"
 #include "common/stats.h"
+#include "common/time-util.h"
 #include "common/utf8.h"
 #include "manager-client.h"
 #include "runner-client.h"
@@ -37,7 +38,6 @@
 #include "runtime/runtime.h"
 #include "sandbox/result.h"
 
-#define USEC_PER_SEC UINT64_C(1000000)
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 #define CONTENT_TYPE_JSON "application/json; charset=utf-8"
 #define CONTENT_TYPE_TEXT "text/plain; charset=utf-8"
@@ -82,13 +82,6 @@ static const ApiRoute routes[] = {
         { "GET",   "/v1/sandbox/dependencies/refresh", true,  api_handle_dependencies_refresh },
 };
 /* clang-format on */
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / UINT64_C(1000);
-}
 
 size_t api_body_max(const Config *cfg) {
         return cfg->code_max > SIZE_MAX - BODY_OVERHEAD ? SIZE_MAX : (size_t) cfg->code_max + BODY_OVERHEAD;
@@ -776,7 +769,7 @@ static int dependencies_rebuild(Api *api, const ApiRequest *req, ApiResponse *re
                 return reply_error(resp, 400, -400, "unsupported language");
         resp->facts.language = language_to_string(language);
 
-        start = now_usec();
+        start = now(CLOCK_MONOTONIC);
         r = manager_refresh_dependencies(language_to_string(language), DEPENDENCY_JOB_TIMEOUT_USEC, &error);
         if (r == -ENOMEM)
                 return r;
@@ -788,7 +781,7 @@ static int dependencies_rebuild(Api *api, const ApiRequest *req, ApiResponse *re
                                     strerror(-r));
         }
         log_info("A new %s dependency generation is current, after %" PRIu64 " ms", name,
-                 (now_usec() - start) / 1000);
+                 (now(CLOCK_MONOTONIC) - start) / 1000);
         return reply_envelope(resp, 200, 0, "success", NULL);
 }
 

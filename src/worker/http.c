@@ -60,10 +60,9 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "common/time-util.h"
 #include "runner-client.h"
 
-#define USEC_PER_SEC UINT64_C(1000000)
-#define USEC_PER_MSEC UINT64_C(1000)
 #define HEADERS_MAX (64U * 1024U)
 #define URL_MAX (8U * 1024U)
 #define MHD_MEMORY \
@@ -131,16 +130,9 @@ typedef struct Http {
         Request req;
 } Http;
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / UINT64_C(1000);
-}
-
 static void phase_enter(Http *h, Phase phase) {
         h->phase = phase;
-        h->phase_start = now_usec();
+        h->phase_start = now(CLOCK_MONOTONIC);
 }
 
 static void request_reset(Request *rq) {
@@ -199,7 +191,7 @@ static void request_log(const Http *h, const Request *rq, unsigned status,
                         enum MHD_RequestTerminationCode toe) {
         const ApiFacts *f = &rq->resp.facts;
         const char *route = f->route ? f->route : "unknown", *term = termination_to_string(toe);
-        uint64_t duration = now_usec() - rq->start_usec;
+        uint64_t duration = now(CLOCK_MONOTONIC) - rq->start_usec;
 
         if (journal_wanted()) {
                 if (f->ran)
@@ -303,7 +295,7 @@ static void leftover_check(Http *h, const Request *rq) {
                 return;
         }
         if (consumed > h->accounted) {
-                h->line_deadline = now_usec() + FIRST_LINE_USEC;
+                h->line_deadline = now(CLOCK_MONOTONIC) + FIRST_LINE_USEC;
                 h->line_bytes = true;
                 h->accounted = consumed; /* from here on, the next request is counted anew */
         }
@@ -613,19 +605,19 @@ static uint64_t linger_max(size_t body_max) {
  * reached. Only then is the socket closed, with nothing unread, so the client sees the answer instead
  * of a reset. Returns the bytes dropped. */
 static uint64_t linger_drain(int fd, uint64_t max_bytes) {
-        uint64_t deadline = now_usec() + LINGER_USEC, dropped = 0;
+        uint64_t deadline = now(CLOCK_MONOTONIC) + LINGER_USEC, dropped = 0;
         char buf[64 * 1024];
 
         (void) shutdown(fd, SHUT_WR); /* libmicrohttpd may have done so; ENOTCONN is harmless */
         while (dropped < max_bytes) {
                 struct pollfd pfd = { .fd = fd, .events = POLLIN };
-                uint64_t now = now_usec();
+                uint64_t now_usec = now(CLOCK_MONOTONIC);
                 ssize_t n;
                 int ms;
 
-                if (now >= deadline)
+                if (now_usec >= deadline)
                         break;
-                ms = (int) ((deadline - now) / USEC_PER_MSEC);
+                ms = (int) ((deadline - now_usec) / USEC_PER_MSEC);
                 if (ms > LINGER_QUIET_MSEC)
                         ms = LINGER_QUIET_MSEC;
                 if (poll(&pfd, 1, ms) <= 0)
@@ -678,17 +670,17 @@ static bool line_timeout(Http *h, struct MHD_Daemon *daemon) {
 /* Drives libmicrohttpd until the connection is closed or a limit drops it. */
 static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_mask) {
         while (connections_open(daemon) > 0) {
-                uint64_t now = now_usec(), limit;
+                uint64_t now_usec = now(CLOCK_MONOTONIC), limit;
 
-                if (h->line_deadline > 0 && now >= h->line_deadline && line_timeout(h, daemon))
+                if (h->line_deadline > 0 && now_usec >= h->line_deadline && line_timeout(h, daemon))
                         return 0;
 
                 if (h->phase == PHASE_IDLE) {
                         /* Wait for the next request ourselves, to see its first byte. SIGTERM and SIGINT
                          * are let in here only: nothing is in progress, so ending is harmless. */
                         struct pollfd pfd = { .fd = h->fd, .events = POLLIN };
-                        int ms = timeout_msec(daemon,
-                                              h->line_deadline > 0 ? h->line_deadline - now : UINT64_MAX),
+                        int ms = timeout_msec(daemon, h->line_deadline > 0 ? h->line_deadline - now_usec
+                                                                           : UINT64_MAX),
                             p;
                         struct timespec ts = { .tv_sec = ms / 1000,
                                                .tv_nsec = (long) (ms % 1000) * 1000000L };
@@ -711,15 +703,15 @@ static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_m
                 }
 
                 limit = h->phase == PHASE_SENDING ? SEND_TIMEOUT_USEC : RECEIVE_TIMEOUT_USEC;
-                if (now - h->phase_start >= limit) {
+                if (now_usec - h->phase_start >= limit) {
                         log_warning("Dropping the connection from %s: %s not complete within %" PRIu64 " s",
                                     h->peer, h->phase == PHASE_SENDING ? "answer" : "request",
                                     limit / USEC_PER_SEC);
                         return 0;
                 }
-                limit = h->phase_start + limit - now;
-                if (h->line_deadline > 0 && h->line_deadline - now < limit)
-                        limit = h->line_deadline - now;
+                limit = h->phase_start + limit - now_usec;
+                if (h->line_deadline > 0 && h->line_deadline - now_usec < limit)
+                        limit = h->line_deadline - now_usec;
                 if (MHD_run_wait(daemon, timeout_msec(daemon, limit)) != MHD_YES)
                         return log_error_errno(-EIO, "libmicrohttpd failed on the connection from %s",
                                                h->peer);
@@ -741,7 +733,7 @@ int http_serve_connection(const Config *cfg, uint64_t config_generation, bool re
                    .fd = fd,
                    .body_max = api_body_max(cfg),
                    .phase = PHASE_IDLE,
-                   .line_deadline = now_usec() + FIRST_LINE_USEC };
+                   .line_deadline = now(CLOCK_MONOTONIC) + FIRST_LINE_USEC };
         int r;
 
         /* A request in progress finishes before a stop takes effect; see serve_loop(). */

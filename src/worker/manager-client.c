@@ -12,6 +12,7 @@
 #include <systemd/sd-bus.h>
 
 #include "common/cleanup.h"
+#include "common/time-util.h"
 
 #define BUS_NAME "org.difysandbox.Sandbox1"
 #define OBJECT_PATH "/org/difysandbox/Sandbox1"
@@ -25,13 +26,6 @@ typedef struct Wait {
         char pending_job[128]; /* a JobRemoved that came before the reply, in case it is ours */
         char pending_result[16];
 } Wait;
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * UINT64_C(1000000) + (uint64_t) ts.tv_nsec / 1000U;
-}
 
 static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         Wait *w = userdata;
@@ -75,7 +69,7 @@ int manager_refresh_dependencies(const char *language, uint64_t timeout_usec, ch
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ char *last_line = NULL;
         Wait w = { 0 };
-        uint64_t deadline = now_usec() + timeout_usec;
+        uint64_t deadline = now(CLOCK_MONOTONIC) + timeout_usec;
         const char *job;
         int r;
 
@@ -116,9 +110,9 @@ int manager_refresh_dependencies(const char *language, uint64_t timeout_usec, ch
         /* Keeps the newest log line while the job exists: it says why a failed job failed. */
         read_last_log_line(bus, job, &last_line);
         while (!w.removed) {
-                uint64_t now = now_usec();
+                uint64_t now_usec = now(CLOCK_MONOTONIC);
 
-                if (now >= deadline) {
+                if (now_usec >= deadline) {
                         (void) asprintf(ret_error, "dependency job %s did not finish within %" PRIu64 " s",
                                         job, timeout_usec / 1000000U);
                         return -ETIMEDOUT;
@@ -128,7 +122,7 @@ int manager_refresh_dependencies(const char *language, uint64_t timeout_usec, ch
                         return r;
                 if (r > 0)
                         continue;
-                r = sd_bus_wait(bus, deadline - now < 1000000U ? deadline - now : 1000000U);
+                r = sd_bus_wait(bus, deadline - now_usec < 1000000U ? deadline - now_usec : 1000000U);
                 if (r < 0)
                         return r;
                 read_last_log_line(bus, job, &last_line);

@@ -15,8 +15,8 @@
 #include "common/cleanup.h"
 #include "common/config-file.h"
 #include "common/config.h"
+#include "common/time-util.h"
 
-#define USEC_PER_SEC UINT64_C(1000000)
 #define CONFIG_TIMEOUT_USEC (UINT64_C(10) * USEC_PER_SEC)
 
 struct RunnerClient {
@@ -92,29 +92,22 @@ bool runner_client_broken(const RunnerClient *c) {
         return c->broken;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / UINT64_C(1000);
-}
-
 /* Waits for the reply and its parts. */
 static int receive_reply(RunnerClient *c, uint64_t timeout_usec, RunnerResult *ret) {
         _cleanup_close_ int payload = -EBADF;
         RunnerReplyWire wire;
         RunnerResult res = { 0 };
-        uint64_t deadline = now_usec() + timeout_usec, offset = 0;
+        uint64_t deadline = now(CLOCK_MONOTONIC) + timeout_usec, offset = 0;
         size_t len = 0;
         int r;
 
         for (;;) {
                 struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-                uint64_t now = now_usec();
+                uint64_t now_usec = now(CLOCK_MONOTONIC);
 
-                if (now >= deadline)
+                if (now_usec >= deadline)
                         return -ETIMEDOUT;
-                r = poll(&pfd, 1, (int) ((deadline - now) / 1000 + 1));
+                r = poll(&pfd, 1, (int) ((deadline - now_usec) / 1000 + 1));
                 if (r < 0 && errno != EINTR)
                         return -errno;
                 if (r > 0)

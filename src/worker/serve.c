@@ -26,13 +26,13 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "common/time-util.h"
 #include "http.h"
 #include "runner-client.h"
 #include "runner/admit.h"
 #include "runner/protocol.h"
 #include "runner/runner.h"
 
-#define USEC_PER_SEC UINT64_C(1000000)
 /* Workers alive at once; more connections wait in the listen backlog until one ends. (systemd's socket
  * units default to MaxConnections=64, which Dify's connection pool can exceed.) */
 #define WORKERS_MAX 1024U
@@ -137,13 +137,6 @@ static void workers_reap(Workers *w) {
 static void workers_signal(const Workers *w, int sig) {
         for (size_t i = 0; i < w->n; i++)
                 (void) kill(w->pids[i], sig); /* ours and not yet reaped, so still this process */
-}
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / UINT64_C(1000);
 }
 
 /* Splits "host:port", "[v6]:port" or ":port" (*ret_host NULL: every address). */
@@ -411,20 +404,21 @@ static int signals_read(int signal_fd, Workers *w) {
  * connection ends), SIGKILL to those still there after the longest a request can take, or at once on
  * a second stop signal. */
 static void workers_stop(const Config *cfg, int signal_fd, Workers *w) {
-        uint64_t deadline = now_usec() + admit_wait_usec(cfg) + cfg->worker_timeout_usec + STOP_GRACE_USEC;
+        uint64_t deadline =
+                now(CLOCK_MONOTONIC) + admit_wait_usec(cfg) + cfg->worker_timeout_usec + STOP_GRACE_USEC;
 
         if (w->n > 0)
                 log_info("Stopping: waiting for %zu workers", w->n);
         workers_signal(w, SIGTERM);
         while (w->n > 0) {
                 struct pollfd pfd = { .fd = signal_fd, .events = POLLIN };
-                uint64_t now = now_usec();
+                uint64_t now_usec = now(CLOCK_MONOTONIC);
 
-                if (now >= deadline) {
+                if (now_usec >= deadline) {
                         log_warning("Killing %zu workers that did not finish in time", w->n);
                         break;
                 }
-                if (poll(&pfd, 1, (int) ((deadline - now) / 1000 + 1)) < 0 && errno != EINTR) {
+                if (poll(&pfd, 1, (int) ((deadline - now_usec) / 1000 + 1)) < 0 && errno != EINTR) {
                         log_warning_errno(-errno, "Cannot wait for the workers, killing them: %m");
                         break;
                 }

@@ -1,4 +1,4 @@
-"""Network egress of runs with network (src/sandbox/egress.c, difysandbox.conf(5) "NETWORK EGRESS").
+"""Network egress of runs with network (src/egress, difysandbox.conf(5) "NETWORK EGRESS").
 
 "The internet" is a network namespace of this test's own, dsbt-inet-<random>, joined to the host by a veth
 pair: 198.51.100.1/24 on the host's side, 198.51.100.2/24 inside, where an HTTP server (8080) and an HTTPS

@@ -1,4 +1,4 @@
-/* Tests of src/worker/admit.c: slots really held (another open file description cannot lock them),
+/* Tests of src/runner/admit.c: slots really held (another open file description cannot lock them),
  * refusal at max_requests, a bounded queue wait, arrival order, and nothing leaked by a SIGKILLed
  * holder. Each test has its own mkdtemp() state directory. */
 
@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "common/config.h"
+#include "common/time-util.h"
 #include "runner/admit.h"
 
 #define MSEC 1000ULL
@@ -32,13 +33,6 @@ typedef struct Fixture {
         Config cfg;
         char dir[64];
 } Fixture;
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
-}
 
 static int setup(void **state) {
         Fixture *f = calloc(1, sizeof(*f));
@@ -145,9 +139,9 @@ static void test_max_requests_refused_at_once(void **state) {
         assert_int_not_equal(admit_ticket_request_slot(t[0]), admit_ticket_request_slot(t[1]));
         assert_int_not_equal(admit_ticket_worker_slot(t[0]), admit_ticket_worker_slot(t[1]));
 
-        start = now_usec();
+        start = now(CLOCK_MONOTONIC);
         assert_int_equal(admit_take(a, 5000 * MSEC, &third), -EBUSY);
-        assert_true(now_usec() - start < 500 * MSEC); /* refused, not queued */
+        assert_true(now(CLOCK_MONOTONIC) - start < 500 * MSEC); /* refused, not queued */
         assert_null(third);
 
         admit_release(t[0]);
@@ -167,9 +161,9 @@ static void test_queue_wait_is_bounded(void **state) {
         assert_int_equal(admit_open(&f->cfg, &a), 0);
         assert_int_equal(admit_take(a, 1000 * MSEC, &running), 0);
 
-        start = now_usec();
+        start = now(CLOCK_MONOTONIC);
         assert_int_equal(admit_take(a, 300 * MSEC, &waiting), -ETIMEDOUT);
-        waited = now_usec() - start;
+        waited = now(CLOCK_MONOTONIC) - start;
         assert_true(waited >= 300 * MSEC);
         assert_true(waited < 1500 * MSEC);
         assert_null(waiting);
@@ -225,9 +219,9 @@ static void test_queue_head_gets_freed_slot(void **state) {
         close(p[1]);
         assert_int_equal(read(p[0], &c, 1), 1); /* the holder runs */
 
-        start = now_usec();
+        start = now(CLOCK_MONOTONIC);
         assert_int_equal(admit_take(a, 5000 * MSEC, &t), 0);
-        assert_true(now_usec() - start < 1000 * MSEC); /* right after the holder's 300 ms */
+        assert_true(now(CLOCK_MONOTONIC) - start < 1000 * MSEC); /* right after the holder's 300 ms */
         assert_true(slot_held(f, "workers", 0));
 
         admit_release(t);

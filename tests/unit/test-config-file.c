@@ -2,14 +2,7 @@
  * where upstream puts it; drop-ins apply in strcmp() order and the environment wins over every file; each
  * bad value is refused with the exact message an operator sees (file, line, key, value, reason); and what
  * config_format() prints loads back to the same Config. Every test works in its own mkdtemp() directory
- * and never reads /etc/difysandbox.
- *
- * To register it, in tests/unit/meson.build:
- *   in unit_tests:
- *         ['config-file',      'test-config-file.c',    true],  # each test has its own mkdtemp() dir
- *   and 'config-file' in the list of the memcheck loop, e.g.:
- *         foreach name : ['config', 'config-file', 'result']
- */
+ * and never reads /etc/difysandbox. */
 
 #include <errno.h>
 #include <fcntl.h>

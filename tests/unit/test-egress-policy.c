@@ -1,13 +1,9 @@
-/* test-egress-policy: src/sandbox/egress-policy.c. Every built-in range is denied at both of its edges and
+/* test-egress-policy: src/egress/egress-policy.c. Every built-in range is denied at both of its edges and
  * not one address beyond them; the documentation ranges stay reachable; IPv4-mapped, NAT64, 6to4, Teredo
  * and IPv4-translated addresses are checked as the IPv4 address they stand for; this host's own addresses
  * are denied; egress_deny beats egress_allow, which beats the built-in ranges; ports and host wildcards
  * match as documented; a chained check (no address) still applies the rules of names, ports and IP
- * literals; and every malformed rule is refused with its reason.
- *
- * To register it, in tests/unit/meson.build, in unit_tests:
- *         ['egress-policy',    'test-egress-policy.c',  true],
- */
+ * literals; and every malformed rule is refused with its reason. */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "sandbox/egress-policy.h"
+#include "egress/egress-policy.h"
 
 /* addr as a sockaddr (IPv4 or IPv6 text). */
 static socklen_t sockaddr_from(const char *addr, struct sockaddr_storage *ss) {

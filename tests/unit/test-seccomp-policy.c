@@ -48,14 +48,7 @@ static bool is_blank(const char *s) {
 }
 
 static bool never_allowed(const char *name) {
-        const char *const *never;
-        size_t n;
-
-        never = seccomp_never_allow(&n);
-        for (size_t i = 0; i < n; i++)
-                if (streq(never[i], name))
-                        return true;
-        return false;
+        return seccomp_never_allow_reason(name) != NULL;
 }
 
 static void test_tables_present(void **state) {
@@ -297,7 +290,7 @@ static void test_never_allow_list(void **state) {
                 "io_uring_register",
                 "userfaultfd",
         };
-        const char *const *never;
+        const NeverAllowRule *never;
         size_t n;
 
         never = seccomp_never_allow(&n);
@@ -306,15 +299,20 @@ static void test_never_allow_list(void **state) {
         for (size_t i = 0; i < n; i++) {
                 int nr;
 
-                assert_false(is_blank(never[i]));
+                assert_false(is_blank(never[i].name));
+                if (is_blank(never[i].reason))
+                        fail_msg("never-allow name '%s' has no reason", never[i].name);
                 /* A misspelt name would never match an allowed_syscalls entry it is meant to refuse. */
-                nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86_64, never[i]);
+                nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86_64, never[i].name);
                 if (nr < 0)
-                        fail_msg("never-allow name '%s' is not an x86_64 system call", never[i]);
-                for (size_t j = 0; j < i; j++)
-                        if (streq(never[i], never[j]))
-                                fail_msg("never-allow name '%s' appears twice", never[i]);
+                        fail_msg("never-allow name '%s' is not an x86_64 system call", never[i].name);
+                /* Sorted, so unique: one row per name, found by reading. */
+                if (i > 0 && strcmp(never[i - 1].name, never[i].name) >= 0)
+                        fail_msg("never-allow names '%s' and '%s' are not sorted and unique",
+                                 never[i - 1].name, never[i].name);
+                assert_string_equal(seccomp_never_allow_reason(never[i].name), never[i].reason);
         }
+        assert_null(seccomp_never_allow_reason("read"));
         for (size_t i = 0; i < ELEMENTSOF(required); i++)
                 if (!never_allowed(required[i]))
                         fail_msg("'%s' is missing from the never-allow list", required[i]);

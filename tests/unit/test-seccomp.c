@@ -619,12 +619,12 @@ static void test_ioctl_filtered(void **state) {
 
 static void test_final_kills_never_allow(void **state) {
         Programs *progs = get_programs(state);
-        const char *const *never;
+        const NeverAllowRule *never;
         size_t n;
 
         never = seccomp_never_allow(&n);
         for (size_t i = 0; i < n; i++) {
-                long nr = seccomp_syscall_resolve_name(never[i]);
+                long nr = seccomp_syscall_resolve_name(never[i].name);
 
                 if (nr < 0)
                         continue; /* not on this architecture (test-seccomp-policy checks x86_64) */
@@ -634,8 +634,8 @@ static void test_final_kills_never_allow(void **state) {
                                 char buf[64];
 
                                 if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSYS)
-                                        fail_msg("%s (%s, network=%d): expected SIGSYS, got %s", never[i],
-                                                 language_to_string(l), net,
+                                        fail_msg("%s (%s, network=%d): expected SIGSYS, got %s",
+                                                 never[i].name, language_to_string(l), net,
                                                  describe_status(status, buf, sizeof(buf)));
                         }
         }
@@ -643,28 +643,28 @@ static void test_final_kills_never_allow(void **state) {
 
 static void test_exec_stage_kills_never_allow_but_execve(void **state) {
         Programs *progs = get_programs(state);
-        const char *const *never;
+        const NeverAllowRule *never;
         size_t n;
 
         never = seccomp_never_allow(&n);
         for (size_t i = 0; i < n; i++) {
-                long nr = seccomp_syscall_resolve_name(never[i]);
+                long nr = seccomp_syscall_resolve_name(never[i].name);
 
-                if (nr < 0 || streq(never[i], "execve"))
+                if (nr < 0 || streq(never[i].name, "execve"))
                         continue;
                 for (Language l = 0; l < _LANGUAGE_MAX; l++) {
                         int status = run_child(progs->exec[l][true], child_raw_syscall, &nr);
                         char buf[64];
 
                         if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSYS)
-                                fail_msg("%s (exec stage, %s): expected SIGSYS, got %s", never[i],
+                                fail_msg("%s (exec stage, %s): expected SIGSYS, got %s", never[i].name,
                                          language_to_string(l), describe_status(status, buf, sizeof(buf)));
                 }
         }
 }
 
 static void test_extra_never_allow_refused(void **state) {
-        const char *const *never;
+        const NeverAllowRule *never;
         size_t n;
 
         {
@@ -681,14 +681,14 @@ static void test_extra_never_allow_refused(void **state) {
         never = seccomp_never_allow(&n);
         for (size_t i = 0; i < n; i++)
                 for (SeccompStage s = 0; s < _SECCOMP_STAGE_MAX; s++) {
-                        char *extra[] = { (char *) "getcpu", (char *) never[i], NULL };
+                        char *extra[] = { (char *) "getcpu", (char *) never[i].name, NULL };
                         SeccompProgram *p = NULL;
                         int r;
 
                         r = seccomp_compile(runtime_get(LANGUAGE_NODEJS), true, s, extra, &p);
                         if (r != -EPERM)
-                                fail_msg("extra '%s' (stage %d): expected -EPERM, got %d", never[i], (int) s,
-                                         r);
+                                fail_msg("extra '%s' (stage %d): expected -EPERM, got %d", never[i].name,
+                                         (int) s, r);
                         assert_null(p);
                 }
 }

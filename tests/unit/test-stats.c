@@ -25,6 +25,7 @@
 
 #include "common/cleanup.h"
 #include "common/stats.h"
+#include "common/time-util.h"
 
 #define PY 0U
 #define NODE 1U
@@ -61,13 +62,6 @@ static int teardown(void **state) {
         (void) nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         free(f);
         return 0;
-}
-
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
 }
 
 /* The file as any process sees it: for checking the layout and forging slot words. */
@@ -681,9 +675,9 @@ static void test_reopen_keeps_counts(void **state) {
         uint64_t before, after;
         ino_t ino;
 
-        before = now_realtime_usec();
+        before = now(CLOCK_REALTIME);
         assert_int_equal(stats_open(f->dir, &s), 0);
-        after = now_realtime_usec();
+        after = now(CLOCK_REALTIME);
         ino = inode_of(f->path);
         stats_record_run(s, PY, STATS_RESULT_OK, 5000);
         stats_record_run(s, NODE, STATS_RESULT_TIMEOUT, 15000000);

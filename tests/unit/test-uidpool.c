@@ -286,6 +286,26 @@ static void test_sigkill_releases(void **state) {
         lease = uidpool_release(lease);
 }
 
+static void test_count_creates_and_holds_nothing(void **state) {
+        const char *dir = *state;
+        _cleanup_free_ char *sub = NULL, *uids = NULL;
+        UidLease *lease = NULL;
+        struct stat st;
+
+        /* The manager counts for its stats: that must not write to the pool, nor hold a lock even for an
+         * instant, or a run taking a UID then would skip it. */
+        assert_true(asprintf(&sub, "%s/absent", dir) > 0);
+        assert_int_equal(uidpool_count_free(sub, 30000, 30009), 10);
+        assert_int_equal(stat(sub, &st), -1);
+        assert_int_equal(errno, ENOENT);
+
+        assert_int_equal(uidpool_take(dir, 30000, 30000, &lease), 0);
+        assert_true(asprintf(&uids, "%s/uids/30001", dir) > 0);
+        assert_int_equal(uidpool_count_free(dir, 30000, 30009), 9);
+        assert_int_equal(stat(uids, &st), -1); /* no lock file made for a UID nobody took */
+        lease = uidpool_release(lease);
+}
+
 static void test_missing_state_dir_is_created(void **state) {
         const char *dir = *state;
         _cleanup_free_ char *sub = NULL, *uids = NULL;
@@ -318,6 +338,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_ranges_are_separate, setup_state_dir,
                                                 teardown_state_dir),
                 cmocka_unit_test_setup_teardown(test_lock_files, setup_state_dir, teardown_state_dir),
+                cmocka_unit_test_setup_teardown(test_count_creates_and_holds_nothing, setup_state_dir,
+                                                teardown_state_dir),
                 cmocka_unit_test_setup_teardown(test_invalid_ranges, setup_state_dir, teardown_state_dir),
                 cmocka_unit_test_setup_teardown(test_concurrent_takers, setup_state_dir, teardown_state_dir),
                 cmocka_unit_test_setup_teardown(test_sigkill_releases, setup_state_dir, teardown_state_dir),

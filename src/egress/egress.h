@@ -1,15 +1,16 @@
 #pragma once
-/* egress: the only way out of a run with network. Such a run has a network namespace of its own holding
- * only lo, and on it a TCP listener (127.0.0.1:3128, netns.h) that its child made and handed to the
- * worker. egress_start() forks one relay process per run that serves that listener from the
- * worker's (the host's) network namespace, as nobody (65534) without capabilities: an HTTP proxy that
- * speaks CONNECT and absolute-form plain HTTP, resolves names itself, checks every address it is about
- * to connect to with egress-policy.c (the address checked is the address connected to), answers a denial
- * with 403 and a reason, and chains to proxy.http, proxy.https or proxy.socks5 when the configuration
- * names them. The run reaches it through its proxy variables (run.c) and, for Node.js, the preloaded
- * src/runtime/nodejs-proxy.js.
+/* egress: the only way out of a run with network, and the public face of src/egress. Such a run has a
+ * network namespace of its own holding only lo, and on it a TCP listener (127.0.0.1:3128,
+ * src/sandbox/netns.h) that its child made and handed to the worker. egress_start() forks one relay
+ * process per run that serves that listener from the worker's (the host's) network namespace, as nobody
+ * (65534) without capabilities: an HTTP proxy that speaks CONNECT and absolute-form plain HTTP
+ * (http-head.c), resolves names itself (resolver.c), checks every address it is about to connect to with
+ * egress-policy.c (the address checked is the address connected to), answers a denial with 403 and a
+ * reason, and chains to proxy.http, proxy.https or proxy.socks5 when the configuration names them
+ * (upstream.c, socks5.c). The loop is relay.c. The run reaches it through its proxy variables
+ * (src/sandbox/run.c) and, for Node.js, the preloaded src/runtime/nodejs-proxy.js.
  *
- * The relay is the only part of src/sandbox that logs: one journal record per denial
+ * The relay process is the only part of the run path that logs: one journal record per denial
  * (MESSAGE_ID=MESSAGE_EGRESS_DENIED_STR, the run ID, host, port, address and reason) for the first five
  * denials of a run, then one record saying the rest are only counted (egress_denials()), written by the
  * relay process, which the worker cannot do while the run goes on. Nothing else here logs.
@@ -51,7 +52,3 @@ unsigned egress_denials(const EgressRelay *relay);
  * -EINVAL when it does not parse as SCHEME://HOST[:PORT], -ENOMEM. config-file.c refuses such values at load
  * time. */
 int egress_proxy_url_check(const char *url);
-
-/* Parses a request head as the relay does (a CONNECT or an absolute-form plain request, len bytes up to and
- * including its blank line): 0, or the -errno the relay answers with an error. For tests/fuzz. */
-int egress_request_check(const uint8_t *head, size_t len);

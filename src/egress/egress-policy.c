@@ -16,6 +16,7 @@
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "common/parse.h"
+#include "common/strv.h"
 
 #define RULE_TEXT_MAX 300 /* "[" IPv6 "/128]:65535" or a 253-byte name with its port fit easily */
 #define HOST_NAME_MAX_LEN 253
@@ -318,27 +319,13 @@ static int refuse(const char **reterr_reason, const char *reason) {
         return -EINVAL;
 }
 
-int egress_rule_parse(const char *text, EgressRule *ret, const char **reterr_reason) {
-        _cleanup_free_ char *host = NULL, *name = NULL, *suffix = NULL, *copy = NULL;
-        EgressRule rule = { .kind = _EGRESS_RULE_KIND_INVALID };
-        const char *port_text = NULL, *reason = NULL, *colon;
-        size_t len;
-        int r;
+/* Splits "host:port": ":port" alone (*ret_host NULL), "[v6]:port", a bare IPv6 (two colons or more, no
+ * port), or "host:port" at the one colon. *ret_port_text is NULL without a port. */
+static int rule_split(const char *text, char **ret_host, const char **ret_port_text,
+                      const char **reterr_reason) {
+        _cleanup_free_ char *host = NULL;
+        const char *port_text = NULL, *colon;
 
-        assert(text);
-        assert(ret);
-
-        len = strlen(text);
-        if (len == 0)
-                return refuse(reterr_reason, "empty rule");
-        if (len > RULE_TEXT_MAX)
-                return refuse(reterr_reason, "longer than 300 bytes");
-        for (const char *c = text; *c; c++)
-                if ((unsigned char) *c <= ' ' || (unsigned char) *c >= 0x7f)
-                        return refuse(reterr_reason, "only printable ASCII without spaces is allowed");
-
-        /* Split "host:port": ":port" alone, "[v6]:port", a bare IPv6 (two colons or more, no port), or
-         * "host:port" at the one colon. */
         if (text[0] == ':' && !strchr(text + 1, ':'))
                 port_text = text + 1;
         else if (text[0] == '[') {
@@ -365,58 +352,93 @@ int egress_rule_parse(const char *text, EgressRule *ret, const char **reterr_rea
                 if (!host)
                         return -ENOMEM;
         }
+        *ret_host = TAKE_PTR(host);
+        *ret_port_text = port_text;
+        return 0;
+}
 
+/* The host part of a rule (bracketed when text starts with '['): its kind, and its network or name. */
+static int rule_host_parse(const char *text, const char *host, EgressRule *rule,
+                           const char **reterr_reason) {
+        _cleanup_free_ char *suffix = NULL;
+        const char *reason = NULL;
+        int r;
+
+        if (host[0] == '\0')
+                return refuse(reterr_reason, "no host before ':port' (write ':port' alone for every host)");
+        if (text[0] == '[' || strchr(host, '/') || strchr(host, ':') ||
+            strspn(host, "0123456789.") == strlen(host)) {
+                rule->kind = EGRESS_RULE_NETWORK;
+                r = network_parse(host, &rule->family, rule->address, &rule->prefixlen, &reason);
+                if (r == -ENOMEM)
+                        return r;
+                return r < 0 ? refuse(reterr_reason, reason) : 0;
+        }
+        if (strncmp(host, "*.", 2) == 0) {
+                if (!egress_host_name_is_valid(host + 2))
+                        return refuse(reterr_reason, "not a valid host name after '*.'");
+                rule->kind = EGRESS_RULE_DOMAIN;
+                suffix = host_name_normalize(host + 2);
+                if (!suffix || asprintf(&rule->name, ".%s", suffix) < 0)
+                        return -ENOMEM;
+                return 0;
+        }
+        if (strchr(host, '*'))
+                return refuse(reterr_reason, "'*' is only allowed as the first label ('*.example.com')");
+        if (!egress_host_name_is_valid(host))
+                return refuse(reterr_reason, "not a valid host name, address or network");
+        rule->kind = EGRESS_RULE_HOST;
+        rule->name = host_name_normalize(host);
+        return rule->name ? 0 : -ENOMEM;
+}
+
+int egress_rule_parse(const char *text, EgressRule *ret, const char **reterr_reason) {
+        _cleanup_(egress_rule_done) EgressRule rule = { .kind = _EGRESS_RULE_KIND_INVALID };
+        _cleanup_free_ char *host = NULL;
+        const char *port_text = NULL, *reason = NULL;
+        size_t len;
+        int r;
+
+        assert(text);
+        assert(ret);
+
+        len = strlen(text);
+        if (len == 0)
+                return refuse(reterr_reason, "empty rule");
+        if (len > RULE_TEXT_MAX)
+                return refuse(reterr_reason, "longer than 300 bytes");
+        for (const char *c = text; *c; c++)
+                if ((unsigned char) *c <= ' ' || (unsigned char) *c >= 0x7f)
+                        return refuse(reterr_reason, "only printable ASCII without spaces is allowed");
+
+        r = rule_split(text, &host, &port_text, reterr_reason);
+        if (r < 0)
+                return r;
         if (port_text) {
                 r = port_parse(port_text, &rule.port, &reason);
                 if (r < 0)
                         return refuse(reterr_reason, reason);
         }
-
         if (!host) /* ":port" */
                 rule.kind = EGRESS_RULE_PORT;
-        else if (host[0] == '\0')
-                return refuse(reterr_reason, "no host before ':port' (write ':port' alone for every host)");
-        else if (text[0] == '[' || strchr(host, '/') || strchr(host, ':') ||
-                 strspn(host, "0123456789.") == strlen(host)) {
-                rule.kind = EGRESS_RULE_NETWORK;
-                r = network_parse(host, &rule.family, rule.address, &rule.prefixlen, &reason);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0)
-                        return refuse(reterr_reason, reason);
-        } else if (strncmp(host, "*.", 2) == 0) {
-                if (!egress_host_name_is_valid(host + 2))
-                        return refuse(reterr_reason, "not a valid host name after '*.'");
-                rule.kind = EGRESS_RULE_DOMAIN;
-                suffix = host_name_normalize(host + 2);
-                if (!suffix || asprintf(&name, ".%s", suffix) < 0)
-                        return -ENOMEM;
-        } else if (strchr(host, '*'))
-                return refuse(reterr_reason, "'*' is only allowed as the first label ('*.example.com')");
-        else if (!egress_host_name_is_valid(host))
-                return refuse(reterr_reason, "not a valid host name, address or network");
         else {
-                rule.kind = EGRESS_RULE_HOST;
-                name = host_name_normalize(host);
-                if (!name)
-                        return -ENOMEM;
+                r = rule_host_parse(text, host, &rule, reterr_reason);
+                if (r < 0)
+                        return r;
         }
 
-        copy = strdup(text);
-        if (!copy)
+        rule.text = strdup(text);
+        if (!rule.text)
                 return -ENOMEM;
-        rule.text = TAKE_PTR(copy);
-        rule.name = TAKE_PTR(name);
         *ret = rule;
+        rule = (EgressRule){ .kind = _EGRESS_RULE_KIND_INVALID };
         return 0;
 }
 
 static int rules_parse(char *const *texts, EgressRule **ret, size_t *ret_n) {
+        size_t n = strv_length(texts);
         EgressRule *rules;
-        size_t n = 0;
 
-        for (char *const *t = texts; t && *t; t++)
-                n++;
         rules = calloc(n ? n : 1, sizeof(EgressRule));
         if (!rules)
                 return -ENOMEM;

@@ -1,5 +1,5 @@
 #pragma once
-/* egress-policy: owns the decision whether the egress relay of a run (egress.c) may connect to a
+/* egress-policy: owns the decision whether the egress relay of a run (relay.c) may connect to a
  * destination, and the syntax of the egress_allow and egress_deny rules (difysandbox.conf(5), "NETWORK
  * EGRESS"). Pure logic: no I/O except getifaddrs() in egress_policy_add_host_addresses(), and it never logs.
  * config-file.c checks rules with egress_rule_parse() when it loads them; nothing else parses them.

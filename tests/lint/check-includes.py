@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""The layers of src/ point one way (docs/hacking.md, "Include rules"): each folder includes only its own
+headers and those of the folders, or single headers, that RULES allows it. An include that breaks a rule
+fails the test unless EXCEPTIONS names it with the reason it is tolerated for now; an exception that no
+longer occurs fails too, so that the list only shrinks. Every quoted include must also name an existing
+header. Run: tests/lint/check-includes.py [SRC_DIR]."""
+
+import re
+import sys
+from pathlib import Path
+
+# folder: the folders (or single headers) its files may include besides their own folder.
+RULES = {
+    'common':  [],                                            # plain helpers: nothing above them
+    'enter':   ['common/time-util.h'],                        # links nothing of ours: header-only helpers
+    'runtime': ['common'],                                    # what each language needs
+    'egress':  ['common'],                                    # the relay process
+    'sandbox': ['common', 'egress', 'enter/enter-protocol.h'],  # the isolation chain of one run
+    'runner':  ['common', 'runtime', 'sandbox'],              # prepares and runs runs
+    'worker':  ['common', 'runner', 'runtime', 'sandbox/result.h'],  # HTTP API, asks the runner
+    'manager': ['common', 'runtime', 'sandbox/uidpool.h'],    # D-Bus daemon and installer
+    'ctl':     ['common', 'runtime'],                         # difysandboxctl, talks D-Bus
+    'cli':     ['common', 'sandbox/run.h', 'worker'],         # the difysandbox command
+}
+
+# (file, include, why it is tolerated today): each is a known break of RULES, to be removed.
+EXCEPTIONS = [
+    ('common/config-file.c', 'sandbox/seccomp-policy.h',
+     'config loading checks allowed_syscalls against the never-allow table; it moves to src/config/'),
+    ('common/config-file.c', 'egress/egress-policy.h',
+     'config loading checks egress_allow/egress_deny rules; it moves to src/config/'),
+    ('common/config-file.c', 'egress/egress.h',
+     'config loading checks proxy.* URLs; it moves to src/config/'),
+    ('runtime/python3.c', 'sandbox/seccomp-policy.h',
+     'the language rows use the policy vocabulary, while sandbox/ includes runtime/: a cycle to break'),
+    ('runtime/nodejs.c', 'sandbox/seccomp-policy.h',
+     'the language rows use the policy vocabulary, while sandbox/ includes runtime/: a cycle to break'),
+    ('sandbox/run.h', 'runtime/runtime.h', 'sandbox/ is to include neither runtime/, worker/ nor manager/'),
+    ('sandbox/seccomp.c', 'runtime/runtime.h', 'sandbox/ is to include neither runtime/, worker/ nor manager/'),
+    ('egress/egress.c', 'sandbox/creds.h',
+     'the relay drops to nobody with the chain\'s creds_drop() (which includes nothing of ours), while '
+     'sandbox/run.c starts the relay: creds.c belongs below both'),
+]
+
+
+def allowed(folder, include):
+    target = include.split('/')[0]
+    return any(rule == target or rule == include for rule in RULES[folder])
+
+
+def main():
+    src = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / 'src')
+    failures, seen = [], set()
+    for path in sorted(list(src.rglob('*.c')) + list(src.rglob('*.h'))):
+        rel = path.relative_to(src).as_posix()
+        folder = rel.split('/')[0]
+        if folder not in RULES:
+            failures.append(f'src/{rel}: folder {folder}/ has no row in RULES (and none in docs/hacking.md)')
+            continue
+        for n, line in enumerate(path.read_text().split('\n'), 1):
+            m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+            if not m:
+                continue
+            include = m.group(1)
+            local = path.parent / include
+            if '/' not in include or local.exists():
+                if not local.exists():
+                    failures.append(f'src/{rel}:{n}: "{include}" does not exist next to it')
+                continue  # the folder's own header
+            if not (src / include).exists():
+                failures.append(f'src/{rel}:{n}: "{include}" does not exist')
+            if include.split('/')[0] == folder or allowed(folder, include):
+                continue
+            if any(e[0] == rel and e[1] == include for e in EXCEPTIONS):
+                seen.add((rel, include))
+                continue
+            failures.append(f'src/{rel}:{n}: {folder}/ may not include "{include}" (RULES[{folder!r}])')
+    for rel, include, _ in EXCEPTIONS:
+        if (rel, include) not in seen:
+            failures.append(f'EXCEPTIONS names src/{rel} -> "{include}", which no longer occurs: remove it')
+    for f in failures:
+        print(f)
+    print(f'include rules hold ({len(EXCEPTIONS)} known exceptions)' if not failures else
+          f'{len(failures)} problem(s)')
+    return 1 if failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

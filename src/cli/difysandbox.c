@@ -19,11 +19,14 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "runner/admit.h"
+#include "runner/handler.h"
 #include "sandbox/run.h"
 #include "worker/serve.h"
 
 DEFINE_POINTER_CLEANUP(json_object *, json_object_put);
 DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);
+DEFINE_POINTER_CLEANUP(Admit *, admit_free);
 
 static void help(void) {
         printf("Usage: difysandbox [--config FILE] run --language python3|nodejs [--network]\n"
@@ -95,6 +98,55 @@ static int print_output(const RunOutput *out, bool timing) {
         return fflush(stdout) == 0 ? 0 : -EIO;
 }
 
+/* The runner's path without its pool: admission (max_workers, max_requests), the run and its journal
+ * record. Not counted in the service's stats: a run from a shell is not Dify's. */
+static int run_and_print(const Config *cfg, const RunRequest *req, bool timing) {
+        _cleanup_(sandbox_freep) Sandbox *sb = NULL;
+        _cleanup_(admit_freep) Admit *admit = NULL;
+        RunFailure failure = { 0 };
+        HandlerResult res;
+        int r;
+
+        r = sandbox_new(cfg, &sb, &failure);
+        if (r < 0) {
+                log_error_errno(r, "Cannot set up the sandbox (step '%s'%s%s): %m",
+                                failure.step ? failure.step : "?", failure.detail ? ": " : "",
+                                failure.detail ? failure.detail : "");
+                run_failure_done(&failure);
+                return r;
+        }
+        r = admit_open(cfg, &admit);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open the admission state in '%s/admission': %m",
+                                       cfg->state_dir);
+
+        HandlerContext ctx = { .cfg = cfg, .sandbox = sb, .admit = admit };
+        (void) handler_execute(&ctx, req, /* warm= */ NULL, &res);
+        switch (res.status) {
+        case RUNNER_STATUS_RAN:
+                r = print_output(&res.out, timing);
+                if (r < 0)
+                        log_error_errno(r, "Cannot print the result: %m");
+                break;
+        case RUNNER_STATUS_BUSY:
+        case RUNNER_STATUS_TIMEOUT:
+                r = log_error_errno(-EBUSY,
+                                    "Refused: no admission slot came free (max_requests=%" PRIu32
+                                    ", max_workers=%" PRIu32 ")",
+                                    cfg->max_requests, cfg->max_workers);
+                break;
+        case RUNNER_STATUS_FAILED: /* handler_execute() logged where */
+        case RUNNER_STATUS_CONFIG:
+        case _RUNNER_STATUS_MAX:
+                if (strcmp(res.failure.step ? res.failure.step : "", "network") == 0)
+                        log_error("network is disabled, please enable it in the configuration");
+                r = res.error < 0 ? res.error : -EIO;
+                break;
+        }
+        handler_result_done(&res);
+        return r;
+}
+
 static int verb_run(Config *cfg, int argc, char **argv) {
         /* clang-format off */
         static const struct option options[] = {
@@ -107,12 +159,9 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 {},
         };
         /* clang-format on */
-        _cleanup_(sandbox_freep) Sandbox *sb = NULL;
         _cleanup_free_ char *code = NULL;
         _cleanup_close_ int fd = -EBADF;
         RunRequest req = { .language = _LANGUAGE_INVALID };
-        RunFailure failure = { 0 };
-        RunOutput out = { 0 };
         const char *file = "-";
         bool timing = false;
         int c, r;
@@ -180,29 +229,7 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 return log_error_errno(r, "Cannot read '%s': %m", file);
         req.code = code;
 
-        r = sandbox_new(cfg, &sb, &failure);
-        if (r >= 0)
-                r = sandbox_run(sb, &req, &out, &failure);
-        if (r < 0) {
-                if (strcmp(failure.step ? failure.step : "", "network") == 0)
-                        log_error("network is disabled, please enable it in the configuration");
-                else
-                        log_error_errno(r, "Sandbox failed at step '%s'%s%s%s: %m",
-                                        failure.step ? failure.step : "?", failure.detail ? " (" : "",
-                                        failure.detail ? failure.detail : "", failure.detail ? ")" : "");
-                run_failure_done(&failure);
-                return r;
-        }
-
-        RunRecord record;
-        run_output_record(&out, req.language, &record);
-        log_run_record(&record);
-
-        r = print_output(&out, timing);
-        run_output_done(&out);
-        if (r < 0)
-                return log_error_errno(r, "Cannot print the result: %m");
-        return 0;
+        return run_and_print(cfg, &req, timing);
 }
 
 static int verb_check_config(int argc, char **argv) {

@@ -77,15 +77,16 @@ int handler_config(const HandlerContext *ctx, int conn_fd) {
         return reply_send(conn_fd, &reply, parts);
 }
 
-/* Takes a request slot and a worker slot; replies BUSY, TIMEOUT or FAILED and returns 1 when it cannot. */
-static int admit(const HandlerContext *ctx, Language language, int conn_fd, AdmitTicket **ret) {
+/* Takes a request slot and a worker slot. 0 with *ret set, or the status that refuses the run: BUSY or
+ * TIMEOUT (counted as rejected), FAILED (the admission state cannot be used; *ret_error says why). */
+static RunnerStatus admit(const HandlerContext *ctx, Language language, AdmitTicket **ret, int *ret_error) {
         const Config *cfg = ctx->cfg;
         uint64_t wait = admit_wait_usec(cfg);
         int r;
 
         r = admit_take(ctx->admit, wait, ret);
         if (r >= 0)
-                return 0;
+                return RUNNER_STATUS_RAN;
         if (r == -EBUSY || r == -ETIMEDOUT) {
                 if (r == -EBUSY)
                         log_warning("Refusing a run: %" PRIu32 " requests (max_requests) are in flight",
@@ -95,14 +96,11 @@ static int admit(const HandlerContext *ctx, Language language, int conn_fd, Admi
                                     ") came free within %" PRIu64 " s",
                                     cfg->max_workers, wait / USEC_PER_SEC);
                 stats_record_rejected(ctx->stats, (unsigned) language);
-                r = handler_reply_status(conn_fd, r == -EBUSY ? RUNNER_STATUS_BUSY : RUNNER_STATUS_TIMEOUT,
-                                         0, NULL, NULL, ctx->config_generation);
-                return r < 0 ? r : 1;
+                return r == -EBUSY ? RUNNER_STATUS_BUSY : RUNNER_STATUS_TIMEOUT;
         }
         log_error_errno(r, "Cannot take an admission slot in '%s/admission': %m", cfg->state_dir);
-        r = handler_reply_status(conn_fd, RUNNER_STATUS_FAILED, r, "admission", cfg->state_dir,
-                                 ctx->config_generation);
-        return r < 0 ? r : 1;
+        *ret_error = r;
+        return RUNNER_STATUS_FAILED;
 }
 
 /* The run itself: the prepared one if it still fits, else one made now. A prepared run that died
@@ -123,15 +121,6 @@ static int run(const HandlerContext *ctx, const RunRequest *req, PreparedRun *wa
         }
         p = prepared_run_free(p);
         return sandbox_run(ctx->sandbox, req, out, failure);
-}
-
-static int reply_failure(const HandlerContext *ctx, int conn_fd, int error, const RunFailure *f) {
-        const char *step = f->step ? f->step : "unknown";
-
-        log_error_errno(error, "Sandbox failed at step '%s'%s%s%s: %m", step, f->detail ? " ('" : "",
-                        f->detail ? f->detail : "", f->detail ? "')" : "");
-        return handler_reply_status(conn_fd, RUNNER_STATUS_FAILED, error, step, f->detail,
-                                    ctx->config_generation);
 }
 
 static int reply_ran(const HandlerContext *ctx, int conn_fd, const RunOutput *out, uint64_t queued_usec,
@@ -165,50 +154,80 @@ static int reply_ran(const HandlerContext *ctx, int conn_fd, const RunOutput *ou
         return reply_send(conn_fd, &reply, parts);
 }
 
+void handler_result_done(HandlerResult *res) {
+        run_output_done(&res->out);
+        run_failure_done(&res->failure);
+}
+
+int handler_execute(const HandlerContext *ctx, const RunRequest *req, PreparedRun *warm,
+                    HandlerResult *ret) {
+        _cleanup_(prepared_run_freep) PreparedRun *p = warm;
+        _cleanup_(admit_releasep) AdmitTicket *ticket = NULL;
+        uint64_t start = now(CLOCK_MONOTONIC);
+        int active_slot, r;
+
+        *ret = (HandlerResult){ .status = RUNNER_STATUS_FAILED };
+        ret->status = admit(ctx, req->language, &ticket, &ret->error);
+        if (ret->status != RUNNER_STATUS_RAN) {
+                if (ret->status == RUNNER_STATUS_FAILED)
+                        ret->failure = (RunFailure){ .step = "admission",
+                                                     .error = ret->error,
+                                                     .detail = strdup(ctx->cfg->state_dir) };
+                return 0;
+        }
+        ret->queued_usec = admit_ticket_waited_usec(ticket);
+        ret->worker_slot = admit_ticket_worker_slot(ticket);
+
+        active_slot = stats_run_begin(ctx->stats);
+        r = run(ctx, req, TAKE_PTR(p), &ret->out, &ret->failure);
+        ticket = admit_release(ticket); /* the slots go as soon as the run is over, not with the reply */
+        stats_run_end(ctx->stats, active_slot);
+        if (r < 0) {
+                /* The user sees an error: counted as one, with the time it took to fail. */
+                stats_record_run(ctx->stats, (unsigned) req->language, STATS_RESULT_ERROR,
+                                 now(CLOCK_MONOTONIC) - start);
+                const char *step = ret->failure.step ? ret->failure.step : "unknown";
+                log_error_errno(
+                        r, "Sandbox failed at step '%s'%s%s%s: %m", step, ret->failure.detail ? " ('" : "",
+                        ret->failure.detail ? ret->failure.detail : "", ret->failure.detail ? "')" : "");
+                ret->status = RUNNER_STATUS_FAILED;
+                ret->error = r;
+                return 0;
+        }
+
+        stats_record_run(ctx->stats, (unsigned) req->language,
+                         stats_result_from_string(run_result_to_string(ret->out.result)),
+                         ret->out.duration_usec);
+        stats_add_egress_denials(ctx->stats, ret->out.egress_denials);
+        RunRecord record;
+        run_output_record(&ret->out, req->language, &record);
+        log_run_record(&record);
+        ret->status = RUNNER_STATUS_RAN;
+        return 0;
+}
+
 int handler_run(const HandlerContext *ctx, const RunnerRequest *req, int code_fd, PreparedRun *warm,
                 int conn_fd) {
         _cleanup_(prepared_run_freep) PreparedRun *p = warm;
-        _cleanup_(admit_releasep) AdmitTicket *ticket = NULL;
         _cleanup_free_ char *code = NULL;
-        Language language = (Language) req->language;
-        RunFailure failure = { 0 };
-        RunOutput out = { 0 };
-        uint64_t start = now(CLOCK_MONOTONIC);
-        int active_slot, r;
+        HandlerResult res;
+        int r;
 
         r = payload_read(code_fd, 0, req->code_len, &code);
         if (r < 0)
                 return handler_reply_status(conn_fd, RUNNER_STATUS_FAILED, r, "request", NULL,
                                             ctx->config_generation);
-        r = admit(ctx, language, conn_fd, &ticket);
-        if (r != 0)
-                return r < 0 ? r : 0;
-        uint64_t queued = admit_ticket_waited_usec(ticket);
-        unsigned worker_slot = admit_ticket_worker_slot(ticket);
 
-        RunRequest run_req = {
-                .language = language, .code = code, .code_len = req->code_len, .network = req->network
-        };
-        active_slot = stats_run_begin(ctx->stats);
-        r = run(ctx, &run_req, TAKE_PTR(p), &out, &failure);
-        ticket = admit_release(ticket); /* the slots go as soon as the run is over, not with the reply */
-        stats_run_end(ctx->stats, active_slot);
-        if (r < 0) {
-                /* The user sees an error: counted as one, with the time it took to fail. */
-                stats_record_run(ctx->stats, (unsigned) language, STATS_RESULT_ERROR,
-                                 now(CLOCK_MONOTONIC) - start);
-                r = reply_failure(ctx, conn_fd, r, &failure);
-                run_failure_done(&failure);
-                return r;
-        }
-
-        stats_record_run(ctx->stats, (unsigned) language,
-                         stats_result_from_string(run_result_to_string(out.result)), out.duration_usec);
-        stats_add_egress_denials(ctx->stats, out.egress_denials);
-        RunRecord record;
-        run_output_record(&out, language, &record);
-        log_run_record(&record);
-        r = reply_ran(ctx, conn_fd, &out, queued, worker_slot);
-        run_output_done(&out);
+        RunRequest run_req = { .language = (Language) req->language,
+                               .code = code,
+                               .code_len = req->code_len,
+                               .network = req->network };
+        (void) handler_execute(ctx, &run_req, TAKE_PTR(p), &res);
+        if (res.status == RUNNER_STATUS_RAN)
+                r = reply_ran(ctx, conn_fd, &res.out, res.queued_usec, res.worker_slot);
+        else
+                r = handler_reply_status(conn_fd, res.status, res.error, res.failure.step,
+                                         res.failure.detail, ctx->config_generation);
+        handler_result_done(&res);
         return r;
 }

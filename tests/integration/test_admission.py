@@ -160,3 +160,53 @@ def test_sigkilled_handler_leaks_no_slot(limited):
         t.join(timeout=60)
     assert [results[tag][0] for tag in 'XYZ'] == [200, 200, 200], results
     assert limited.healthy()
+
+
+def test_cli_run_takes_the_runners_admission():
+    """`difysandbox run` takes the runner's path without its pool (handler_execute()): admission included.
+    With max_requests 1, a second run while the first holds the one request slot is refused at once, with
+    the limits named, and runs nothing."""
+    from conftest import command, sandbox_env
+    import subprocess
+    env = dict(sandbox_env(), MAX_REQUESTS='1', MAX_WORKERS='1')
+    first = subprocess.Popen(command('python3'), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        first.stdin.write('import time\nprint("first", flush=True)\ntime.sleep(4)\n')
+        first.stdin.close()
+        # The first holds its slot once its interpreter runs: wait for its slot file to be locked.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not held_admission_slots():
+            time.sleep(0.05)
+        assert held_admission_slots(), 'the first run never took an admission slot'
+        second = subprocess.run(command('python3'), input='print("second")', capture_output=True, text=True,
+                                env=env, timeout=60)
+        assert second.returncode != 0, second
+        assert 'second' not in second.stdout, second
+        assert 'max_requests=1' in second.stderr and 'Refused' in second.stderr, second.stderr
+    finally:
+        first.wait(timeout=60)
+        out, err = first.stdout.read(), first.stderr.read()
+    assert first.returncode == 0 and '"first\\n"' in out, (out, err)
+
+
+def held_admission_slots():
+    """Admission files some process holds an flock() on, from /proc/locks (probing with a lock of our own
+    could take a slot from under the run being watched)."""
+    inodes = {}
+    for root, _dirs, files in os.walk(ADMISSION):
+        for name in files:
+            path = os.path.join(root, name)
+            try:
+                inodes[os.stat(path).st_ino] = path
+            except OSError:
+                continue
+    held = []
+    with open('/proc/locks') as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 5 and fields[1] == 'FLOCK':
+                inode = int(fields[5].split(':')[2])
+                if inode in inodes:
+                    held.append(inodes[inode])
+    return held

@@ -28,12 +28,12 @@ static uint64_t monotonic_usec(void) {
 }
 
 static const char *const step_names[_CHILD_STEP_MAX] = {
-        [CHILD_STEP_SYNC] = "sync",         [CHILD_STEP_ROOTFS] = "rootfs",
-        [CHILD_STEP_HOSTNAME] = "hostname", [CHILD_STEP_NETWORK] = "network",
-        [CHILD_STEP_CGROUPNS] = "cgroupns", [CHILD_STEP_FDS] = "fds",
-        [CHILD_STEP_RLIMITS] = "rlimits",   [CHILD_STEP_CREDS] = "credentials",
-        [CHILD_STEP_SIGNALS] = "signals",   [CHILD_STEP_SECCOMP] = "seccomp",
-        [CHILD_STEP_EXEC] = "exec",
+        [CHILD_STEP_SYNC] = "sync",         [CHILD_STEP_CLOCKS] = "clocks",
+        [CHILD_STEP_ROOTFS] = "rootfs",     [CHILD_STEP_HOSTNAME] = "hostname",
+        [CHILD_STEP_NETWORK] = "network",   [CHILD_STEP_CGROUPNS] = "cgroupns",
+        [CHILD_STEP_FDS] = "fds",           [CHILD_STEP_RLIMITS] = "rlimits",
+        [CHILD_STEP_CREDS] = "credentials", [CHILD_STEP_SIGNALS] = "signals",
+        [CHILD_STEP_SECCOMP] = "seccomp",   [CHILD_STEP_EXEC] = "exec",
 };
 
 const char *child_step_to_string(ChildStep step) {
@@ -65,6 +65,43 @@ static int signals_reset(void) {
         if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0)
                 return -errno;
         return 0;
+}
+
+/* CLOCK_BOOTTIME is the host's uptime (libuv's uv_uptime(), so Node's os.uptime(), falls back to it
+ * without /proc/uptime): a side channel on the host and its other tenants, as sysinfo(2) was. A time
+ * namespace whose boot clock is offset by minus its current value makes it count from here. unshare()
+ * only sets the namespace for children; execve() moves us in (Linux 5.16+), after our own timing reads.
+ * CLOCK_MONOTONIC is left alone: the enter library's timestamp is compared with the parent's. Written now,
+ * while the host's /proc is still reachable, and before any process is in the namespace (the kernel
+ * refuses offsets after that). */
+static int boot_clock_from_zero(void) {
+        struct timespec now;
+        char line[64], *p = line + sizeof(line);
+        int fd, n, r = 0;
+
+        if (unshare(CLONE_NEWTIME) < 0)
+                return -errno;
+        if (clock_gettime(CLOCK_BOOTTIME, &now) < 0)
+                return -errno;
+        /* "7 -SECONDS 0" (clock id, offset): whole seconds, as the clock must stay >= 0 (ERANGE
+         * otherwise), so it starts at now's fraction. Formatted by hand: the child allocates nothing. */
+        *--p = '\n';
+        *--p = '0';
+        *--p = ' ';
+        do
+                *--p = (char) ('0' + now.tv_sec % 10);
+        while ((now.tv_sec /= 10) > 0);
+        *--p = '-';
+        *--p = ' ';
+        *--p = '0' + CLOCK_BOOTTIME; /* 7 */
+        n = (int) (line + sizeof(line) - p);
+        fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, p, (size_t) n) != n)
+                r = -EIO;
+        (void) close(fd);
+        return r;
 }
 
 /* Our network namespace is empty; the only way out is the proxy the parent serves on this listener. */
@@ -132,6 +169,10 @@ void child_run(const RunPlan *plan) {
                 _exit(127);
         if (sync_fd < 0 || code_fd < 0 || filter_fd < 0 || ack_fd < 0 || out_fd < 0 || err_fd < 0)
                 child_failed(status_fd, CHILD_STEP_FDS, -errno);
+
+        r = boot_clock_from_zero();
+        if (r < 0)
+                child_failed(status_fd, CHILD_STEP_CLOCKS, r);
 
         r = rootfs_enter(plan); /* read-only tree, tmpfs /tmp, /dev nodes, pivot_root, old root detached */
         if (r < 0)

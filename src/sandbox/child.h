@@ -13,6 +13,7 @@ typedef struct SeccompProgram SeccompProgram;
 
 typedef enum ChildStep {
         CHILD_STEP_SYNC,     /* waiting for the parent to put us into the run's cgroup */
+        CHILD_STEP_CLOCKS,   /* time namespace: the boot clock counts from the run's start */
         CHILD_STEP_ROOTFS,   /* private read-only root, /tmp, /dev, pivot_root */
         CHILD_STEP_HOSTNAME, /* UTS namespace name */
         CHILD_STEP_NETWORK,  /* with network: lo up, the egress proxy's listener handed to the parent */

@@ -67,33 +67,39 @@ static int signals_reset(void) {
         return 0;
 }
 
-/* CLOCK_BOOTTIME is the host's uptime (libuv's uv_uptime(), so Node's os.uptime(), falls back to it
- * without /proc/uptime): a side channel on the host and its other tenants, as sysinfo(2) was. A time
- * namespace whose boot clock is offset by minus its current value makes it count from here. unshare()
- * only sets the namespace for children; execve() moves us in (Linux 5.16+), after our own timing reads.
- * CLOCK_MONOTONIC is left alone: the enter library's timestamp is compared with the parent's. Written now,
- * while the host's /proc is still reachable, and before any process is in the namespace (the kernel
- * refuses offsets after that). */
-static int boot_clock_from_zero(void) {
-        struct timespec now;
-        char line[64], *p = line + sizeof(line);
-        int fd, n, r = 0;
-
-        if (unshare(CLONE_NEWTIME) < 0)
-                return -errno;
-        if (clock_gettime(CLOCK_BOOTTIME, &now) < 0)
-                return -errno;
-        /* "7 -SECONDS 0" (clock id, offset): whole seconds, as the clock must stay >= 0 (ERANGE
-         * otherwise), so it starts at now's fraction. Formatted by hand: the child allocates nothing. */
+/* Appends "<clock> -<seconds> 0\n" below *p (written backwards, by hand: the child allocates nothing). */
+static char *offset_line(char *p, int clock, time_t seconds) {
         *--p = '\n';
         *--p = '0';
         *--p = ' ';
         do
-                *--p = (char) ('0' + now.tv_sec % 10);
-        while ((now.tv_sec /= 10) > 0);
+                *--p = (char) ('0' + seconds % 10);
+        while ((seconds /= 10) > 0);
         *--p = '-';
         *--p = ' ';
-        *--p = '0' + CLOCK_BOOTTIME; /* 7 */
+        *--p = (char) ('0' + clock); /* CLOCK_MONOTONIC 1, CLOCK_BOOTTIME 7 */
+        return p;
+}
+
+/* CLOCK_BOOTTIME and CLOCK_MONOTONIC count from the host's boot: its uptime (libuv's uv_uptime(), so
+ * Node's os.uptime(), falls back to the boot clock without /proc/uptime; Python's time.monotonic()), a
+ * side channel on the host and its other tenants, as sysinfo(2) was. A time namespace offset by minus
+ * their values makes both count from here. unshare() only sets the namespace for children; execve()
+ * moves us in (Linux 5.16+), after our own timing reads. Written now, while the host's /proc is still
+ * reachable and no process is in the namespace (the kernel refuses offsets after that). Whole seconds:
+ * a clock must stay >= 0 (ERANGE), so each starts at its fraction. The monotonic offset goes to the
+ * parent, which adds it to the enter library's timestamp. */
+static int clocks_from_zero(uint64_t *ret_monotonic_offset_usec) {
+        struct timespec mono, boot;
+        char line[96], *p = line + sizeof(line);
+        int fd, n, r = 0;
+
+        if (unshare(CLONE_NEWTIME) < 0)
+                return -errno;
+        if (clock_gettime(CLOCK_MONOTONIC, &mono) < 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
+                return -errno;
+        p = offset_line(p, CLOCK_BOOTTIME, boot.tv_sec);
+        p = offset_line(p, CLOCK_MONOTONIC, mono.tv_sec);
         n = (int) (line + sizeof(line) - p);
         fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
         if (fd < 0)
@@ -101,6 +107,7 @@ static int boot_clock_from_zero(void) {
         if (write(fd, p, (size_t) n) != n)
                 r = -EIO;
         (void) close(fd);
+        *ret_monotonic_offset_usec = (uint64_t) mono.tv_sec * 1000000ULL;
         return r;
 }
 
@@ -170,7 +177,7 @@ void child_run(const RunPlan *plan) {
         if (sync_fd < 0 || code_fd < 0 || filter_fd < 0 || ack_fd < 0 || out_fd < 0 || err_fd < 0)
                 child_failed(status_fd, CHILD_STEP_FDS, -errno);
 
-        r = boot_clock_from_zero();
+        r = clocks_from_zero(&timing.monotonic_offset_usec);
         if (r < 0)
                 child_failed(status_fd, CHILD_STEP_CLOCKS, r);
 

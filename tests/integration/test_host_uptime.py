@@ -1,7 +1,8 @@
 """Issue 12 item 5: a run must not learn the host's uptime (a side channel on the host and its other
-tenants). sysinfo(2) fails with ENOSYS (test_isolation.py); what remained was CLOCK_BOOTTIME, which
-libuv's uv_uptime() (Node's os.uptime()) falls back to when /proc/uptime is absent, as it is in a run.
-A run's boot clock now counts from the run's own start (a time namespace, src/sandbox/child.c)."""
+tenants). sysinfo(2) fails with ENOSYS (test_isolation.py); what remained were CLOCK_BOOTTIME, which
+libuv's uv_uptime() (Node's os.uptime()) falls back to when /proc/uptime is absent, as it is in a run,
+and CLOCK_MONOTONIC (Python's time.monotonic()). A run's boot and monotonic clocks now count from the
+run's own start (a time namespace, src/sandbox/child.c)."""
 
 import json
 import time
@@ -44,12 +45,13 @@ try:
 except OSError as e:
     proc = e.errno
 shutil.copy('/etc/passwd', '/tmp/p')
-print(json.dumps({'boottime': time.clock_gettime(time.CLOCK_BOOTTIME), 'proc': proc,
-                  'copied': os.path.getsize('/tmp/p') > 0}))
+print(json.dumps({'boottime': time.clock_gettime(time.CLOCK_BOOTTIME), 'monotonic': time.monotonic(),
+                  'proc': proc, 'copied': os.path.getsize('/tmp/p') > 0}))
 ''')
     got = ok_json(res)
     assert before > res.wall + SLACK_S, 'the host booted too recently to tell its uptime from the run\'s'
     assert 0 <= got['boottime'] <= res.wall + SLACK_S, f'host uptime {before:.0f} s, run saw {got}' + res.show()
+    assert 0 <= got['monotonic'] <= res.wall + SLACK_S, f'host uptime {before:.0f} s, run saw {got}' + res.show()
     # /proc is not mounted in a run: /proc/uptime cannot be read at all (ENOENT), so it cannot leak.
     assert got['proc'] == 2, res.show()
     assert got['copied'], res.show()
@@ -64,3 +66,14 @@ print(json.dumps({'a': a, 'b': b}))
 ''')
     got = ok_json(res)
     assert got['b'] > got['a'] >= 0, res.show()
+
+
+def test_timing_phases_stay_on_one_clock(run):
+    """The runner compares the enter library's timestamp, taken inside the run's time namespace, with its
+    own clock: the offset is added back, so the interpreter's start is neither negative (clamped to 0)
+    nor the host's uptime long."""
+    res = run('print(1)\n', options=('--timing',))
+    assert res['result'] == 'ok', res.show()
+    phases = json.loads(res.raw_stdout)['timing']
+    assert 0 < phases['interpreter'] <= res.wall * 1000, phases
+    assert 0 < phases['user_code'] <= res.wall * 1000, phases

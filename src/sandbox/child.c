@@ -21,10 +21,15 @@
 #include "rootfs.h"
 #include "seccomp.h"
 
+/* What our CLOCK_MONOTONIC lags the parent's by, once we are in the run's time namespace (this process
+ * only: the child is a copy of the parent's memory). */
+static uint64_t clock_offset_usec;
+
+/* On the parent's clock, so that it can compare. */
 static uint64_t monotonic_usec(void) {
         struct timespec ts;
         (void) clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no syscall, so the exec filter allows it */
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL + clock_offset_usec;
 }
 
 static const char *const step_names[_CHILD_STEP_MAX] = {
@@ -84,11 +89,10 @@ static char *offset_line(char *p, int clock, time_t seconds) {
 /* CLOCK_BOOTTIME and CLOCK_MONOTONIC count from the host's boot: its uptime (libuv's uv_uptime(), so
  * Node's os.uptime(), falls back to the boot clock without /proc/uptime; Python's time.monotonic()), a
  * side channel on the host and its other tenants, as sysinfo(2) was. A time namespace offset by minus
- * their values makes both count from here. unshare() only sets the namespace for children; execve()
- * moves us in (Linux 5.16+), after our own timing reads. Written now, while the host's /proc is still
- * reachable and no process is in the namespace (the kernel refuses offsets after that). Whole seconds:
- * a clock must stay >= 0 (ERANGE), so each starts at its fraction. The monotonic offset goes to the
- * parent, which adds it to the enter library's timestamp. */
+ * their values makes both count from here. Offsets can only be written before anyone is in it, and
+ * only through /proc, still the host's here; then we join it with setns() (execve() would move us in
+ * only from Linux 5.16 on). Whole seconds: a clock must stay >= 0 (ERANGE), so each starts at its
+ * fraction. The monotonic offset goes to the parent, which adds it to the enter library's timestamp. */
 static int clocks_from_zero(uint64_t *ret_monotonic_offset_usec) {
         struct timespec mono, boot;
         char line[96], *p = line + sizeof(line);
@@ -107,8 +111,20 @@ static int clocks_from_zero(uint64_t *ret_monotonic_offset_usec) {
         if (write(fd, p, (size_t) n) != n)
                 r = -EIO;
         (void) close(fd);
-        *ret_monotonic_offset_usec = (uint64_t) mono.tv_sec * 1000000ULL;
-        return r;
+        if (r < 0)
+                return r;
+
+        fd = open("/proc/self/ns/time_for_children", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (setns(fd, CLONE_NEWTIME) < 0)
+                r = -errno;
+        (void) close(fd);
+        if (r < 0)
+                return r;
+        clock_offset_usec = (uint64_t) mono.tv_sec * 1000000ULL;
+        *ret_monotonic_offset_usec = clock_offset_usec;
+        return 0;
 }
 
 /* Our network namespace is empty; the only way out is the proxy the parent serves on this listener. */

@@ -31,7 +31,7 @@ const char *child_step_to_string(ChildStep step);
 
 /* What the child reports on its status pipe (close-on-exec, so the parent reads EOF once the interpreter
  * is executing): a failed step, or right before execve() the CLOCK_MONOTONIC times of its own steps
- * (read before execve() moves it into the run's time namespace) and that namespace's monotonic offset. */
+ * (on the parent's clock) and the run's time namespace's monotonic offset. */
 typedef enum ChildReportKind {
         CHILD_REPORT_FAILURE,
         CHILD_REPORT_TIMING,

@@ -90,9 +90,10 @@ static char *offset_line(char *p, int clock, time_t seconds) {
  * Node's os.uptime(), falls back to the boot clock without /proc/uptime; Python's time.monotonic()), a
  * side channel on the host and its other tenants, as sysinfo(2) was. A time namespace offset by minus
  * their values makes both count from here. Offsets can only be written before anyone is in it, and
- * only through /proc, still the host's here; then we join it with setns() (execve() would move us in
- * only from Linux 5.16 on). Whole seconds: a clock must stay >= 0 (ERANGE), so each starts at its
- * fraction. The monotonic offset goes to the parent, which adds it to the enter library's timestamp. */
+ * only through /proc, still the host's here; then we join it with setns() (execve() moves a process in
+ * only on kernels that have exec_task_namespaces(), not on 5.6 all along). Whole seconds: a clock must stay
+ * >= 0 (ERANGE), so each starts at its fraction. The monotonic offset goes to the parent, which adds it to
+ * the enter library's timestamp. */
 static int clocks_from_zero(uint64_t *ret_monotonic_offset_usec) {
         struct timespec mono, boot;
         char line[96], *p = line + sizeof(line);

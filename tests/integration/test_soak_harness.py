@@ -70,6 +70,12 @@ def test_a_fault_excuses_only_its_own_errors_and_only_while_it_lasts(soak):
     assert not s.excused('answer', timed_out, 20.5, 21.0), 'a stopped worker excuses nothing'
     s.windows.append(('kill-worker', 30.0, 30.5))
     assert s.excused('transport', 'RemoteDisconnected', 29.0, 31.0)
+    assert not s.excused('http', "code -500: 'the runner ended the run without an answer'", 29.0, 31.0)
+    s.windows.append(('kill-server', 40.0, 43.0))
+    assert s.excused('http', "code -500: 'the runner ended the run without an answer (x): Connection reset'",
+                     39.0, 41.0)
+    assert not s.excused('http', "code -500: 'internal error'", 39.0, 41.0), 'only the runner\'s death'
+    assert not s.excused('http', 'HTTP 400: ...', 39.0, 41.0)
 
 
 def test_leaks_are_counts_above_the_baseline_and_rss_beyond_its_margin(soak):

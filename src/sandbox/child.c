@@ -22,13 +22,22 @@
 #include "rootfs.h"
 #include "seccomp.h"
 
+/* What our CLOCK_MONOTONIC lags the parent's by, once we are in the run's time namespace (this process
+ * only: the child is a copy of the parent's memory). */
+static uint64_t clock_offset_usec;
+
+/* On the parent's clock, so that it can compare (vDSO: no syscall, so the exec filter allows it). */
+static uint64_t monotonic_usec(void) {
+        return now(CLOCK_MONOTONIC) + clock_offset_usec;
+}
+
 static const char *const step_names[_CHILD_STEP_MAX] = {
-        [CHILD_STEP_SYNC] = "sync",         [CHILD_STEP_ROOTFS] = "rootfs",
-        [CHILD_STEP_HOSTNAME] = "hostname", [CHILD_STEP_NETWORK] = "network",
-        [CHILD_STEP_CGROUPNS] = "cgroupns", [CHILD_STEP_FDS] = "fds",
-        [CHILD_STEP_RLIMITS] = "rlimits",   [CHILD_STEP_CREDS] = "credentials",
-        [CHILD_STEP_SIGNALS] = "signals",   [CHILD_STEP_SECCOMP] = "seccomp",
-        [CHILD_STEP_EXEC] = "exec",
+        [CHILD_STEP_SYNC] = "sync",         [CHILD_STEP_CLOCKS] = "clocks",
+        [CHILD_STEP_ROOTFS] = "rootfs",     [CHILD_STEP_HOSTNAME] = "hostname",
+        [CHILD_STEP_NETWORK] = "network",   [CHILD_STEP_CGROUPNS] = "cgroupns",
+        [CHILD_STEP_FDS] = "fds",           [CHILD_STEP_RLIMITS] = "rlimits",
+        [CHILD_STEP_CREDS] = "credentials", [CHILD_STEP_SIGNALS] = "signals",
+        [CHILD_STEP_SECCOMP] = "seccomp",   [CHILD_STEP_EXEC] = "exec",
 };
 
 const char *child_step_to_string(ChildStep step) {
@@ -59,6 +68,62 @@ static int signals_reset(void) {
                         (void) sigaction(sig, &sa, NULL); /* EINVAL for glibc's reserved ones only */
         if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0)
                 return -errno;
+        return 0;
+}
+
+/* Appends "<clock> -<seconds> 0\n" below *p (written backwards, by hand: the child allocates nothing). */
+static char *offset_line(char *p, int clock, time_t seconds) {
+        *--p = '\n';
+        *--p = '0';
+        *--p = ' ';
+        do
+                *--p = (char) ('0' + seconds % 10);
+        while ((seconds /= 10) > 0);
+        *--p = '-';
+        *--p = ' ';
+        *--p = (char) ('0' + clock); /* CLOCK_MONOTONIC 1, CLOCK_BOOTTIME 7 */
+        return p;
+}
+
+/* CLOCK_BOOTTIME and CLOCK_MONOTONIC count from the host's boot: its uptime (libuv's uv_uptime(), so
+ * Node's os.uptime(), falls back to the boot clock without /proc/uptime; Python's time.monotonic()), a
+ * side channel on the host and its other tenants, as sysinfo(2) was. A time namespace offset by minus
+ * their values makes both count from here. Offsets can only be written before anyone is in it, and
+ * only through /proc, still the host's here; then we join it with setns() (execve() moves a process in
+ * only on kernels that have exec_task_namespaces(), not on 5.6 all along). Whole seconds: a clock must stay
+ * >= 0 (ERANGE), so each starts at its fraction. The monotonic offset goes to the parent, which adds it to
+ * the enter library's timestamp. */
+static int clocks_from_zero(uint64_t *ret_monotonic_offset_usec) {
+        struct timespec mono, boot;
+        char line[96], *p = line + sizeof(line);
+        int fd, n, r = 0;
+
+        if (unshare(CLONE_NEWTIME) < 0)
+                return -errno;
+        if (clock_gettime(CLOCK_MONOTONIC, &mono) < 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
+                return -errno;
+        p = offset_line(p, CLOCK_BOOTTIME, boot.tv_sec);
+        p = offset_line(p, CLOCK_MONOTONIC, mono.tv_sec);
+        n = (int) (line + sizeof(line) - p);
+        fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, p, (size_t) n) != n)
+                r = -EIO;
+        (void) close(fd);
+        if (r < 0)
+                return r;
+
+        fd = open("/proc/self/ns/time_for_children", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (setns(fd, CLONE_NEWTIME) < 0)
+                r = -errno;
+        (void) close(fd);
+        if (r < 0)
+                return r;
+        clock_offset_usec = (uint64_t) mono.tv_sec * 1000000ULL;
+        *ret_monotonic_offset_usec = clock_offset_usec;
         return 0;
 }
 
@@ -106,6 +171,29 @@ static int place_fds(int code_fd, int filter_fd, int ack_fd, int out_fd, int err
         return 0;
 }
 
+/* The run's own world, before the parent releases us: clocks from zero, the root, the hostname, and the
+ * proxy listener of its network namespace. Does not return on failure. */
+static void build_world(const RunPlan *plan, int status_fd, ChildReport *timing) {
+        int r;
+
+        r = clocks_from_zero(&timing->monotonic_offset_usec);
+        if (r < 0)
+                child_failed(status_fd, CHILD_STEP_CLOCKS, r);
+
+        r = rootfs_enter(plan); /* read-only tree, tmpfs /tmp, /dev nodes, pivot_root, old root detached */
+        if (r < 0)
+                child_failed(status_fd, CHILD_STEP_ROOTFS, r);
+
+        if (sethostname("sandbox", strlen("sandbox")) < 0)
+                child_failed(status_fd, CHILD_STEP_HOSTNAME, -errno);
+
+        if (plan->proxy_sock >= 0) {
+                r = hand_over_proxy_listener(plan->proxy_sock);
+                if (r < 0)
+                        child_failed(status_fd, CHILD_STEP_NETWORK, r);
+        }
+}
+
 void child_run(const RunPlan *plan) {
         ChildReport timing = { .kind = CHILD_REPORT_TIMING };
         int status_fd, sync_fd, code_fd, filter_fd, ack_fd, out_fd, err_fd;
@@ -128,25 +216,14 @@ void child_run(const RunPlan *plan) {
         if (sync_fd < 0 || code_fd < 0 || filter_fd < 0 || ack_fd < 0 || out_fd < 0 || err_fd < 0)
                 child_failed(status_fd, CHILD_STEP_FDS, -errno);
 
-        r = rootfs_enter(plan); /* read-only tree, tmpfs /tmp, /dev nodes, pivot_root, old root detached */
-        if (r < 0)
-                child_failed(status_fd, CHILD_STEP_ROOTFS, r);
-
-        if (sethostname("sandbox", strlen("sandbox")) < 0)
-                child_failed(status_fd, CHILD_STEP_HOSTNAME, -errno);
-
-        if (plan->proxy_sock >= 0) {
-                r = hand_over_proxy_listener(plan->proxy_sock);
-                if (r < 0)
-                        child_failed(status_fd, CHILD_STEP_NETWORK, r);
-        }
-        timing.root_done_usec = now(CLOCK_MONOTONIC);
+        build_world(plan, status_fd, &timing);
+        timing.root_done_usec = monotonic_usec();
 
         /* The parent moves us into the run's cgroup while we built the root; EOF means it died. */
         if (read(sync_fd, &byte, 1) != 1)
                 child_failed(status_fd, CHILD_STEP_SYNC, -EPIPE);
         (void) close(sync_fd);
-        timing.sync_done_usec = now(CLOCK_MONOTONIC);
+        timing.sync_done_usec = monotonic_usec();
 
         /* Now that we are inside the run's cgroup, make it the root of what the run can see. */
         if (unshare(CLONE_NEWCGROUP) < 0)
@@ -179,7 +256,7 @@ void child_run(const RunPlan *plan) {
                 child_failed(status_fd, CHILD_STEP_SECCOMP, r);
 
         /* write is in the exec stage (the interpreter needs it); a lost record only loses timings. */
-        timing.creds_done_usec = now(CLOCK_MONOTONIC);
+        timing.creds_done_usec = monotonic_usec();
         (void) !write(status_fd, &timing, sizeof(timing));
 
         execve(plan->exec_path, plan->argv, plan->envp);

@@ -13,6 +13,7 @@ typedef struct SeccompProgram SeccompProgram;
 
 typedef enum ChildStep {
         CHILD_STEP_SYNC,     /* waiting for the parent to put us into the run's cgroup */
+        CHILD_STEP_CLOCKS,   /* time namespace: boot and monotonic clocks count from the run's start */
         CHILD_STEP_ROOTFS,   /* private read-only root, /tmp, /dev, pivot_root */
         CHILD_STEP_HOSTNAME, /* UTS namespace name */
         CHILD_STEP_NETWORK,  /* with network: lo up, the egress proxy's listener handed to the parent */
@@ -29,7 +30,8 @@ typedef enum ChildStep {
 const char *child_step_to_string(ChildStep step);
 
 /* What the child reports on its status pipe (close-on-exec, so the parent reads EOF once the interpreter
- * is executing): a failed step, or right before execve() the CLOCK_MONOTONIC times of its own steps. */
+ * is executing): a failed step, or right before execve() the CLOCK_MONOTONIC times of its own steps
+ * (on the parent's clock) and the run's time namespace's monotonic offset. */
 typedef enum ChildReportKind {
         CHILD_REPORT_FAILURE,
         CHILD_REPORT_TIMING,
@@ -40,9 +42,10 @@ typedef struct ChildReport {
         int32_t step;  /* ChildStep, for CHILD_REPORT_FAILURE */
         int32_t error; /* negative errno, for CHILD_REPORT_FAILURE */
         int32_t reserved;
-        uint64_t root_done_usec;  /* the root is ready (mounts, pivot_root) */
-        uint64_t sync_done_usec;  /* the parent has put us into the scope or cgroup */
-        uint64_t creds_done_usec; /* rlimits, credentials, capabilities, no_new_privs, exec filter */
+        uint64_t root_done_usec;        /* the root is ready (mounts, pivot_root) */
+        uint64_t sync_done_usec;        /* the parent has put us into the scope or cgroup */
+        uint64_t creds_done_usec;       /* rlimits, credentials, capabilities, no_new_privs, exec filter */
+        uint64_t monotonic_offset_usec; /* what the run's CLOCK_MONOTONIC lags ours by (time namespace) */
 } ChildReport;
 
 typedef struct RunPlan {

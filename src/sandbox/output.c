@@ -71,7 +71,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
         OutputReport rep = { 0 };
         size_t code_off = 0;
         bool exited = false, killed = false;
-        uint64_t exit_usec = 0;
+        uint64_t exit_usec = 0, clock_offset_usec = 0;
         int r = 0;
 
         for (int i = 0; i < _SLOT_MAX; i++)
@@ -146,6 +146,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                                 rep.child_root_usec = f.root_done_usec;
                                 rep.child_sync_usec = f.sync_done_usec;
                                 rep.child_creds_usec = f.creds_done_usec;
+                                clock_offset_usec = f.monotonic_offset_usec;
                         } else if (n == 0 && !rep.setup_failed)
                                 rep.exec_usec = now(CLOCK_MONOTONIC);
                         /* A report is written in one piece (< PIPE_BUF): only EOF or an error ends it. */
@@ -158,7 +159,9 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                         ssize_t n = read(p[SLOT_ACK].fd, &ack, sizeof(ack));
                         if (n == (ssize_t) sizeof(ack) && ack.tag == ENTER_ACK) {
                                 rep.acked = true;
-                                rep.ack_usec = ack.usec;
+                                /* The run's clock lags ours by the offset. The status pipe is read
+                                 * first: its report was written before execve(), so before the ack. */
+                                rep.ack_usec = ack.usec + clock_offset_usec;
                         }
                         if (n >= 0 || (errno != EAGAIN && errno != EINTR))
                                 p[SLOT_ACK].fd = safe_close(p[SLOT_ACK].fd); /* one ack, then EOF */

@@ -32,6 +32,15 @@ static void kill_run(int pidfd) {
         (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* fails only if already gone */
 }
 
+/* Whether the run's PID 1 has exited already. When this process stalled past the deadline (stopped,
+ * starved), a run that ended on its own meanwhile must get its real result, not a timeout: the poll that
+ * would have seen its exit is only now about to run. */
+static bool has_exited(int pidfd) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+        return poll(&p, 1, 0) > 0;
+}
+
 /* Appends what fd has to buf, up to cap bytes; the rest is read and dropped. Returns 0 at EOF, 1 when
  * more may come, -errno on error. */
 static int collect(int fd, OutputBuffer *buf, size_t cap) {
@@ -105,7 +114,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                 if (exited && now >= exit_usec + DRAIN_GRACE_USEC)
                         break;
 
-                if (!killed && now >= deadline_usec) {
+                if (!killed && !exited && now >= deadline_usec && !has_exited(fds->pidfd)) {
                         rep.timed_out = true;
                         killed = true;
                         kill_run(fds->pidfd);
@@ -114,6 +123,8 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                         timeout_ms = (int) ((exit_usec + DRAIN_GRACE_USEC - now) / 1000) + 1;
                 else if (killed)
                         timeout_ms = -1;
+                else if (now >= deadline_usec)
+                        timeout_ms = 0; /* it has exited (has_exited()): the poll below sees it */
                 else
                         timeout_ms = (int) ((deadline_usec - now + 999) / 1000);
 

@@ -794,11 +794,11 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
                 .wait_status = status,
                 .timed_out = rep.timed_out,
                 /* Nothing inside the run's PID namespace can SIGKILL its PID 1; so a SIGKILL we did not
-                 * send is the kernel's: RLIMIT_CPU, or the OOM killer. Standalone, the cgroup tells
-                 * which; in a scope (gone by now) the CPU time used does. */
+                 * send is the kernel's (RLIMIT_CPU, the OOM killer) or someone's outside the run (an
+                 * operator). RLIMIT_CPU only when the CPU time used reached it; the OOM count, where a
+                 * cgroup shows it, outranks this (result_classify()); else it is a kill from outside. */
                 .cpu_limit_hit = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !rep.timed_out &&
-                                 !rep.output_truncated &&
-                                 (p->cg ? oom == 0 : cpu + 250000 >= p->cpu_limit_usec),
+                                 !rep.output_truncated && cpu + 250000 >= p->cpu_limit_usec,
                 .output_truncated = rep.output_truncated,
                 .oom_kills = oom,
                 .oom_unobservable = !p->cg,
@@ -828,7 +828,8 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
                  rep_creds = rep.child_creds_usec, rep_ack = rep.ack_usec, rep_first = rep.first_output_usec,
                  rep_exit = rep.exit_usec;
         output_report_done(&rep);
-        r = result_format_error(out.result, out.exit_code, out.stderr_text, &out.error);
+        r = result_format_error(out.result, out.exit_code, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+                                out.stderr_text, &out.error);
         if (r < 0) {
                 run_output_done(&out);
                 return fail(reterr, "result", r, NULL);

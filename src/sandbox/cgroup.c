@@ -28,6 +28,7 @@ typedef enum Hierarchy {
 
 struct CgroupLayout {
         bool v2;
+        char *instance;             /* instance.h: run cgroups are run-<instance>-<uid> */
         char *base[_HIERARCHY_MAX]; /* <mount><own>/difysandbox; v2 uses base[HIERARCHY_MEMORY] only */
 };
 
@@ -203,7 +204,12 @@ static int base_path(const char *controller, char **ret) {
         }
         if (strcmp(rel, "/") == 0)
                 rel = "";
-        return asprintf(ret, "%s%s/difysandbox", mount, rel) < 0 ? -ENOMEM : 0;
+        /* On v2 we moved ourselves into a leaf of our cgroup (move_into_leaf()); our cgroup is its
+         * parent still, for a detection after that (a reload, a forked child). */
+        size_t len = strlen(rel), leaf = strlen("/" CGROUP_SUPERVISOR_LEAF);
+        if (*controller == '\0' && len >= leaf && streq(rel + len - leaf, "/" CGROUP_SUPERVISOR_LEAF))
+                len -= leaf;
+        return asprintf(ret, "%s%.*s/difysandbox", mount, (int) len, rel) < 0 ? -ENOMEM : 0;
 }
 
 static bool v2_has_controllers(const char *base) {
@@ -236,18 +242,79 @@ static bool v2_has_controllers(const char *base) {
         return true;
 }
 
-int cgroup_layout_detect(CgroupLayout **ret) {
+/* Moves every process of the cgroup at own into its leaf CGROUP_SUPERVISOR_LEAF. They are all ours: own
+ * is the cgroup we were started in (delegated to us), and nothing above it is touched. */
+static int move_into_leaf(const char *own) {
+        _cleanup_free_ char *leaf = NULL, *procs = NULL, *text = NULL;
+        int r;
+
+        if (asprintf(&leaf, "%s/" CGROUP_SUPERVISOR_LEAF, own) < 0 ||
+            asprintf(&procs, "%s/cgroup.procs", own) < 0)
+                return -ENOMEM;
+        if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        r = read_full_file(procs, CGROUP_FILE_MAX, &text, NULL);
+        if (r < 0)
+                return r;
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+                uint64_t pid;
+                if (parse_uint64(line, &pid) < 0 || pid == 0 || pid > INT32_MAX)
+                        continue;
+                r = write_file(leaf, "cgroup.procs", "%d", (int) pid);
+                if (r < 0 && r != -ESRCH) /* it may have exited meanwhile */
+                        return r;
+        }
+        return 0;
+}
+
+/* Enables memory, pids and cpu for our children on v2. The no-internal-process rule forbids that while
+ * processes sit in our own cgroup (EBUSY): so, as programs that systemd delegates a cgroup to do, we first
+ * move ourselves (and whatever we forked) into a leaf of it, then enable the controllers in our own
+ * cgroup and in <own>/difysandbox, below which the runs live. A process forked meanwhile lands in our
+ * cgroup again: a few rounds settle that. */
+static int ensure_v2_delegation(const CgroupLayout *layout) {
+        _cleanup_free_ char *own = NULL;
+        int r = -EBUSY;
+
+        own = strdup(layout->base[HIERARCHY_MEMORY]);
+        if (!own)
+                return -ENOMEM;
+        *strrchr(own, '/') = '\0';
+        for (int i = 0; i < 10 && r == -EBUSY; i++) {
+                r = write_file(own, "cgroup.subtree_control", "+memory +pids +cpu");
+                if (r == -EBUSY) {
+                        int k = move_into_leaf(own);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        if (r < 0)
+                return r;
+        if (mkdir(layout->base[HIERARCHY_MEMORY], 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return write_file(layout->base[HIERARCHY_MEMORY], "cgroup.subtree_control", "+memory +pids +cpu");
+}
+
+int cgroup_layout_detect(const char *instance, CgroupLayout **ret) {
         _cleanup_(cgroup_layout_freep) CgroupLayout *layout = NULL;
         _cleanup_free_ char *v2base = NULL;
         int r;
 
+        if (!instance || !*instance || strpbrk(instance, "/-"))
+                return -EINVAL;
         layout = calloc(1, sizeof(*layout));
         if (!layout)
+                return -ENOMEM;
+        layout->instance = strdup(instance);
+        if (!layout->instance)
                 return -ENOMEM;
 
         if (base_path("", &v2base) >= 0 && v2_has_controllers(v2base)) {
                 layout->v2 = true;
                 layout->base[HIERARCHY_MEMORY] = TAKE_PTR(v2base);
+                r = ensure_v2_delegation(layout); /* once, at start: it may move us */
+                if (r < 0)
+                        return r;
                 *ret = TAKE_PTR(layout);
                 return 0;
         }
@@ -265,6 +332,7 @@ CgroupLayout *cgroup_layout_free(CgroupLayout *layout) {
         if (layout) {
                 for (Hierarchy h = 0; h < _HIERARCHY_MAX; h++)
                         free(layout->base[h]);
+                free(layout->instance);
                 free(layout);
         }
         return NULL;
@@ -275,7 +343,8 @@ bool cgroup_layout_is_v2(const CgroupLayout *layout) {
 }
 
 static int run_path(const CgroupLayout *layout, Hierarchy h, uid_t uid, char **ret) {
-        return asprintf(ret, "%s/run-%u", layout->base[h], (unsigned) uid) < 0 ? -ENOMEM : 0;
+        return asprintf(ret, "%s/run-%s-%u", layout->base[h], layout->instance, (unsigned) uid) < 0 ? -ENOMEM
+                                                                                                    : 0;
 }
 
 int cgroup_layout_run_path(const CgroupLayout *layout, uid_t uid, char **ret) {
@@ -320,26 +389,6 @@ static int remove_cgroup(const char *path, bool v2) {
                 sleep_usec(i < 10 ? 100 : 1000);
         }
         return -EBUSY;
-}
-
-static int ensure_v2_delegation(const CgroupLayout *layout) {
-        _cleanup_free_ char *parent = NULL;
-        char *slash;
-        int r;
-
-        parent = strdup(layout->base[HIERARCHY_MEMORY]);
-        if (!parent)
-                return -ENOMEM;
-        slash = strrchr(parent, '/');
-        *slash = '\0';
-        /* Fails with EBUSY if our own cgroup holds processes and the controllers are not yet enabled:
-         * then the caller must run us in a delegated cgroup (systemd Delegate=yes) or under systemd. */
-        r = write_file(parent, "cgroup.subtree_control", "+memory +pids +cpu");
-        if (r < 0)
-                return r;
-        if (mkdir(layout->base[HIERARCHY_MEMORY], 0755) < 0 && errno != EEXIST)
-                return -errno;
-        return write_file(layout->base[HIERARCHY_MEMORY], "cgroup.subtree_control", "+memory +pids +cpu");
 }
 
 static int write_limits_v2(const char *path, const CgroupLimits *limits) {
@@ -392,9 +441,14 @@ int cgroup_list_runs(const CgroupLayout *layout, uid_t **ret, size_t *ret_n) {
                 *ret_n = 0;
                 return 0;
         }
+        size_t plen = strlen(layout->instance);
         while ((de = readdir(d))) {
                 uint32_t uid;
-                if (strncmp(de->d_name, "run-", 4) != 0 || parse_uint32(de->d_name + 4, &uid) < 0)
+                /* run-<instance>-<uid>: another instance's runs (or an older version's run-<uid>) are not
+                 * ours to list, whatever their UID */
+                if (strncmp(de->d_name, "run-", 4) != 0 ||
+                    strncmp(de->d_name + 4, layout->instance, plen) != 0 || de->d_name[4 + plen] != '-' ||
+                    parse_uint32(de->d_name + 5 + plen, &uid) < 0)
                         continue;
                 if (n == alloc) {
                         uid_t *u = realloc(uids, (alloc ? alloc * 2 : 16) * sizeof(uid_t));
@@ -436,12 +490,6 @@ int cgroup_run_create(const CgroupLayout *layout, uid_t uid, const CgroupLimits 
 
         if (limits->memory_max == 0 || limits->cpu_quota_percent == 0 || limits->tasks_max == 0)
                 return -EINVAL;
-
-        if (layout->v2) {
-                r = ensure_v2_delegation(layout);
-                if (r < 0)
-                        return r;
-        }
 
         cg = calloc(1, sizeof(*cg));
         if (!cg)

@@ -1,15 +1,20 @@
 #pragma once
 /* cgroup: owns the standalone cgroups of runs (DESIGN §3.4, used where systemd is not PID 1). They live
- * below this process's own cgroup, as <own>/difysandbox/run-<uid>: in the cgroup v2 hierarchy where its
- * memory, pids and cpu controllers are available, else in the v1 memory, pids and cpu hierarchies. A
- * run cgroup is keyed by the run's UID, so whoever holds that UID (uidpool.h) owns it, and a cgroup left
- * by a killed worker is cleaned by the next holder of the UID. Nothing above <own>/difysandbox is
- * written. */
+ * below this process's own cgroup, as <own>/difysandbox/run-<instance>-<uid>: in the cgroup v2 hierarchy
+ * where its memory, pids and cpu controllers are available, else in the v1 memory, pids and cpu
+ * hierarchies. A run cgroup is keyed by the instance (instance.h) and the run's UID, so whoever holds
+ * that UID in that instance's pool (uidpool.h) owns it, a cgroup left by a killed worker is cleaned by
+ * the next holder of the UID, and another instance sharing <own> never touches it. Nothing above
+ * <own>/difysandbox is written. */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+/* On v2, the leaf of our own cgroup that we move ourselves into before enabling controllers for the
+ * runs' cgroups (the no-internal-process rule). */
+#define CGROUP_SUPERVISOR_LEAF "supervisor"
 
 typedef struct CgroupLimits {
         uint64_t memory_max;        /* bytes; swap is never allowed */
@@ -20,15 +25,17 @@ typedef struct CgroupLimits {
 typedef struct CgroupLayout CgroupLayout;
 typedef struct RunCgroup RunCgroup;
 
-/* Finds the hierarchies and this process's place in them. -EOPNOTSUPP when no usable memory, pids and
- * cpu controllers are found. */
-int cgroup_layout_detect(CgroupLayout **ret);
+/* Finds the hierarchies and this process's place in them, for the runs of instance (no '/' or '-').
+ * On v2 it also enables the controllers below our cgroup, after moving every process in it into its
+ * leaf CGROUP_SUPERVISOR_LEAF. -EOPNOTSUPP when no usable memory, pids and cpu controllers are found. */
+int cgroup_layout_detect(const char *instance, CgroupLayout **ret);
 CgroupLayout *cgroup_layout_free(CgroupLayout *layout);
 bool cgroup_layout_is_v2(const CgroupLayout *layout);
 /* The run cgroup's directory in the memory hierarchy (v1) or the unified one (v2), for tests. */
 int cgroup_layout_run_path(const CgroupLayout *layout, uid_t uid, char **ret);
 
-/* The UIDs that have a run cgroup now (in the memory or unified hierarchy). *ret is malloc()ed. */
+/* The UIDs that have a run cgroup of this instance now (in the memory or unified hierarchy). *ret is
+ * malloc()ed. */
 int cgroup_list_runs(const CgroupLayout *layout, uid_t **ret, size_t *ret_n);
 /* Kills what is left in uid's run cgroup and removes it; the caller must hold the UID. */
 int cgroup_run_remove(const CgroupLayout *layout, uid_t uid);

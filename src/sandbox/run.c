@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "common/utf8.h"
 #include "egress.h"
+#include "instance.h"
 #include "netns.h"
 #include "output.h"
 #include "rootfs.h"
@@ -48,6 +49,7 @@ DEFINE_POINTER_CLEANUP(EgressRelay *, egress_stop);
 
 struct Sandbox {
         const Config *cfg;
+        Instance *instance;    /* our identity and our claim on the UID range (instance.h) */
         ScopeManager *scopes;  /* systemd is PID 1: runs go into transient scopes */
         CgroupLayout *cgroups; /* otherwise: cgroupfs below our own cgroup */
         cap_t no_caps;
@@ -99,9 +101,16 @@ int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
                 return fail(reterr, "init", -ENOMEM, NULL);
         sb->cfg = cfg;
 
+        /* Before any cgroup is touched: a neighbour's range must not be ours, and the sweep below must
+         * know which run cgroups are ours. */
+        _cleanup_free_ char *reason = NULL;
+        r = instance_register(NULL, cfg->state_dir, cfg->uid_min, cfg->uid_max, &sb->instance, &reason);
+        if (r < 0)
+                return fail(reterr, "instance", r, reason ? reason : INSTANCE_REGISTRY_DIR);
+
         r = scope_manager_open(&sb->scopes);
         if (r == -ENOMEDIUM) {
-                r = cgroup_layout_detect(&sb->cgroups);
+                r = cgroup_layout_detect(instance_get_id(sb->instance), &sb->cgroups);
                 if (r < 0)
                         return fail(reterr, "cgroup", r,
                                     "no usable memory, pids and cpu cgroup controllers");
@@ -128,6 +137,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
                 (void) cap_free(sb->no_caps);
         cgroup_layout_free(sb->cgroups);
         scope_manager_free(sb->scopes);
+        instance_free(sb->instance);
         free(sb);
         return NULL;
 }
@@ -425,16 +435,17 @@ static int run_id_make(char id[static RUN_ID_LEN + 1]) {
 /* Puts pid into the run's scope (systemd) or cgroup (standalone). */
 static int attach(Sandbox *sb, RunCgroup *cg, const char *id, pid_t pid, const CgroupLimits *limits,
                   RunFailure *reterr) {
-        _cleanup_free_ char *unit = NULL;
+        _cleanup_free_ char *unit = NULL, *description = NULL;
         int r;
 
         if (cg) {
                 r = cgroup_run_attach(cg, pid);
                 return r < 0 ? fail(reterr, "cgroup", r, NULL) : 0;
         }
-        if (asprintf(&unit, "difysandbox-run-%s.scope", id) < 0)
+        if (asprintf(&unit, "difysandbox-run-%s.scope", id) < 0 ||
+            asprintf(&description, "difysandbox run of instance %s", instance_get_id(sb->instance)) < 0)
                 return fail(reterr, "scope", -ENOMEM, NULL);
-        r = scope_start(sb->scopes, unit, RUNS_SLICE, pid, limits, SCOPE_JOB_TIMEOUT_USEC);
+        r = scope_start(sb->scopes, unit, description, RUNS_SLICE, pid, limits, SCOPE_JOB_TIMEOUT_USEC);
         return r < 0 ? fail(reterr, "scope", r, unit) : 0;
 }
 

@@ -517,6 +517,15 @@ int cgroup_run_create(const CgroupLayout *layout, uid_t uid, const CgroupLimits 
         return 0;
 }
 
+int cgroup_run_open(RunCgroup *cg) {
+        int fd;
+
+        if (!cg->layout->v2)
+                return -EOPNOTSUPP; /* v1: one cgroup per hierarchy, and clone3() takes one */
+        fd = open(cg->path[HIERARCHY_MEMORY], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
 int cgroup_run_attach(RunCgroup *cg, pid_t pid) {
         Hierarchy n = cg->layout->v2 ? 1 : _HIERARCHY_MAX;
         int r;

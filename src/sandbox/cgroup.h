@@ -43,6 +43,9 @@ int cgroup_run_remove(const CgroupLayout *layout, uid_t uid);
 /* Creates the run cgroup of uid (after cleaning a stale one) and writes the limits. */
 int cgroup_run_create(const CgroupLayout *layout, uid_t uid, const CgroupLimits *limits, RunCgroup **ret);
 int cgroup_run_attach(RunCgroup *cg, pid_t pid);
+/* The run cgroup's directory, for clone3(CLONE_INTO_CGROUP) (a child born in it needs no attach).
+ * -EOPNOTSUPP on v1, where a run has a cgroup in each of three hierarchies. */
+int cgroup_run_open(RunCgroup *cg);
 /* oom_kills: OOM kills inside the run so far; memory_peak: the most memory it held, 0 when unknown. */
 int cgroup_run_stats(RunCgroup *cg, uint64_t *ret_oom_kills, uint64_t *ret_memory_peak);
 /* Kills whatever is left in the run cgroup (all of it is the run's) and removes it. NULL-safe. */

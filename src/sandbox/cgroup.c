@@ -148,13 +148,18 @@ static int find_mount(const char *controller, char **ret_mount, char **ret_root)
         return -ENOENT;
 }
 
-/* This process's cgroup in the hierarchy named by controller ("" for the unified one). */
-static int own_cgroup(const char *controller, char **ret) {
+/* The cgroup of pid (0: this process) in the hierarchy named by controller ("" for the unified one). */
+static int proc_cgroup(pid_t pid, const char *controller, char **ret) {
         _cleanup_(fclosep) FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
+        char proc[64];
         size_t n = 0;
 
-        f = fopen("/proc/self/cgroup", "re");
+        if (pid > 0)
+                (void) snprintf(proc, sizeof(proc), "/proc/%d/cgroup", (int) pid);
+        else
+                strcpy(proc, "/proc/self/cgroup");
+        f = fopen(proc, "re");
         if (!f)
                 return -errno;
         while (getline(&line, &n, f) > 0) {
@@ -183,27 +188,42 @@ static int own_cgroup(const char *controller, char **ret) {
         return -ENOENT;
 }
 
-/* <mount><own path relative to the mount's root>/difysandbox */
-static int base_path(const char *controller, char **ret) {
-        _cleanup_free_ char *mount = NULL, *root = NULL, *own = NULL;
-        const char *rel;
+/* The directory of pid's cgroup (0: ours) in the hierarchy of controller ("" for the unified one),
+ * through its mount: *ret_mount, and *ret_rel relative to it ("" for the mount's root). */
+static int cgroup_dir(pid_t pid, const char *controller, char **ret_mount, char **ret_rel) {
+        _cleanup_free_ char *mount = NULL, *root = NULL, *own = NULL, *rel = NULL;
+        const char *p;
         int r;
 
         r = find_mount(*controller ? controller : NULL, &mount, &root);
         if (r < 0)
                 return r;
-        r = own_cgroup(controller, &own);
+        r = proc_cgroup(pid, controller, &own);
         if (r < 0)
                 return r;
-        rel = own;
+        p = own;
         if (strcmp(root, "/") != 0) {
                 size_t len = strlen(root);
                 if (strncmp(own, root, len) != 0 || (own[len] != '/' && own[len] != '\0'))
-                        return -ENOENT; /* our cgroup is not visible through this mount */
-                rel = own + len;
+                        return -ENOENT; /* the cgroup is not visible through this mount */
+                p = own + len;
         }
-        if (strcmp(rel, "/") == 0)
-                rel = "";
+        rel = strdup(strcmp(p, "/") == 0 ? "" : p);
+        if (!rel)
+                return -ENOMEM;
+        *ret_mount = TAKE_PTR(mount);
+        *ret_rel = TAKE_PTR(rel);
+        return 0;
+}
+
+/* <mount><own path relative to the mount's root>/difysandbox */
+static int base_path(const char *controller, char **ret) {
+        _cleanup_free_ char *mount = NULL, *rel = NULL;
+        int r;
+
+        r = cgroup_dir(0, controller, &mount, &rel);
+        if (r < 0)
+                return r;
         /* On v2 we moved ourselves into a leaf of our cgroup (move_into_leaf()); our cgroup is its
          * parent still, for a detection after that (a reload, a forked child). */
         size_t len = strlen(rel), leaf = strlen("/" CGROUP_SUPERVISOR_LEAF);
@@ -524,6 +544,39 @@ int cgroup_run_open(RunCgroup *cg) {
                 return -EOPNOTSUPP; /* v1: one cgroup per hierarchy, and clone3() takes one */
         fd = open(cg->path[HIERARCHY_MEMORY], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         return fd < 0 ? -errno : fd;
+}
+
+int cgroup_open_oom_counter(pid_t pid) {
+        _cleanup_free_ char *mount = NULL, *rel = NULL, *path = NULL;
+        const char *file = "memory.oom_control";
+        int r, fd;
+
+        /* The memory controller is on v1 (a hybrid host) or on the unified hierarchy. */
+        r = cgroup_dir(pid, "memory", &mount, &rel);
+        if (r == -ENOENT) {
+                r = cgroup_dir(pid, "", &mount, &rel);
+                file = "memory.events";
+        }
+        if (r < 0)
+                return r;
+        if (asprintf(&path, "%s%s/%s", mount, rel, file) < 0)
+                return -ENOMEM;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+int cgroup_read_oom_kills(int fd, uint64_t *ret) {
+        char buf[4096];
+        ssize_t n;
+
+        n = pread(fd, buf, sizeof(buf) - 1, 0); /* from 0: the kernel renders it afresh */
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+                if (strncmp(line, "oom_kill ", 9) == 0)
+                        return parse_uint64(line + 9, ret);
+        return -ENOENT; /* a kernel before 4.13 counts none */
 }
 
 int cgroup_run_attach(RunCgroup *cg, pid_t pid) {

@@ -48,5 +48,11 @@ int cgroup_run_attach(RunCgroup *cg, pid_t pid);
 int cgroup_run_open(RunCgroup *cg);
 /* oom_kills: OOM kills inside the run so far; memory_peak: the most memory it held, 0 when unknown. */
 int cgroup_run_stats(RunCgroup *cg, uint64_t *ret_oom_kills, uint64_t *ret_memory_peak);
+/* For a run in a systemd scope, which systemd removes as soon as it is empty: an fd of the file that
+ * counts OOM kills in pid's memory cgroup (v2 memory.events; v1 memory.oom_control), opened while pid
+ * lives, for cgroup_read_oom_kills() when it dies. */
+int cgroup_open_oom_counter(pid_t pid);
+/* The oom_kill count of such a file; -ENODEV once the cgroup is gone. */
+int cgroup_read_oom_kills(int fd, uint64_t *ret);
 /* Kills whatever is left in the run cgroup (all of it is the run's) and removes it. NULL-safe. */
 RunCgroup *cgroup_run_destroy(RunCgroup *cg);

@@ -16,7 +16,7 @@
 #include "common/cleanup.h"
 #include "enter/enter-protocol.h"
 
-enum { SLOT_PID, SLOT_CODE, SLOT_STATUS, SLOT_ACK, SLOT_STDOUT, SLOT_STDERR, _SLOT_MAX };
+enum { SLOT_PID, SLOT_CODE, SLOT_STATUS, SLOT_ACK, SLOT_STDOUT, SLOT_STDERR, SLOT_EVENTS, _SLOT_MAX };
 
 /* Once PID 1 has exited every process of the run is gone, so the pipes reach EOF at once; this only
  * bounds the wait should that ever not hold. */
@@ -96,6 +96,8 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
         p[SLOT_ACK] = (struct pollfd){ .fd = fds->ack_fd, .events = POLLIN };
         p[SLOT_STDOUT] = (struct pollfd){ .fd = fds->stdout_fd, .events = POLLIN };
         p[SLOT_STDERR] = (struct pollfd){ .fd = fds->stderr_fd, .events = POLLIN };
+        if (fds->on_events)
+                p[SLOT_EVENTS] = (struct pollfd){ .fd = fds->events_fd, .events = POLLPRI };
         if (fcntl(fds->code_fd, F_SETFL, O_NONBLOCK) < 0)
                 r = -errno;
         if (code_len == 0)
@@ -106,7 +108,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                 int timeout_ms;
                 bool open_pipes = false;
 
-                for (int i = SLOT_CODE; i < _SLOT_MAX; i++)
+                for (int i = SLOT_CODE; i < SLOT_EVENTS; i++)
                         if (i != SLOT_CODE && p[i].fd >= 0)
                                 open_pipes = true;
                 if (exited && !open_pipes)
@@ -135,7 +137,11 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                         break;
                 }
 
+                if (p[SLOT_EVENTS].fd >= 0 && (p[SLOT_PID].revents || p[SLOT_EVENTS].revents) &&
+                    !fds->on_events(p[SLOT_EVENTS].fd, fds->userdata))
+                        p[SLOT_EVENTS].fd = -1;
                 if (p[SLOT_PID].revents) {
+                        p[SLOT_EVENTS].fd = -1; /* read once more at the exit, above: that is the last */
                         exited = true;
                         exit_usec = rep.exit_usec = now_usec();
                         p[SLOT_PID].fd = -1;      /* owned by the caller */
@@ -204,7 +210,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                 }
         }
 
-        for (int i = SLOT_CODE; i < _SLOT_MAX; i++)
+        for (int i = SLOT_CODE; i < SLOT_EVENTS; i++)
                 (void) safe_close(p[i].fd);
         fds->code_fd = fds->status_fd = fds->ack_fd = fds->stdout_fd = fds->stderr_fd = -EBADF;
 

@@ -516,6 +516,7 @@ struct PreparedRun {
         Generation packages; /* its current generation when the run was made, share-locked until freed */
         pid_t pid;           /* 0 once reaped */
         int pidfd, code_fd, status_fd, ack_fd, stdout_fd, stderr_fd;
+        int oom_fd; /* in a scope: its OOM counter, opened while it exists (cgroup_open_oom_counter()) */
         uint64_t cpu_limit_usec;
         char id[RUN_ID_LEN + 1];
         uint64_t start, t_uid, t_cgroup, t_clone, t_spawned, t_released; /* CLOCK_MONOTONIC */
@@ -536,6 +537,7 @@ PreparedRun *prepared_run_free(PreparedRun *p) {
         (void) safe_close(p->ack_fd);
         (void) safe_close(p->stdout_fd);
         (void) safe_close(p->stderr_fd);
+        (void) safe_close(p->oom_fd);
         (void) cgroup_run_destroy(p->cg);
         (void) uidpool_release(p->lease);
         generation_release(&p->packages); /* the run is gone: collection may take it now */
@@ -607,6 +609,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 .ack_fd = -EBADF,
                 .stdout_fd = -EBADF,
                 .stderr_fd = -EBADF,
+                .oom_fd = -EBADF,
                 .cpu_limit_usec = (cfg->cpu_time_usec + 999999) / 1000000 * 1000000,
                 .start = now_usec(),
         };
@@ -758,6 +761,8 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 /* Step 4: into the scope or cgroup, then let the child go on, up to reading its code. */
                 p->t_spawned = now_usec();
                 r = born_in_cgroup ? 0 : attach(sb, p->cg, p->id, p->pid, &limits, reterr);
+                if (r >= 0 && !p->cg) /* best effort: without it the cause of a SIGKILL is inferred */
+                        p->oom_fd = cgroup_open_oom_counter(p->pid);
                 if (r >= 0 && write(pipes.fds[PIPE_SYNC][1], "1", 1) != 1)
                         r = sync_failed(p->status_fd, -errno, reterr);
                 if (r >= 0 && req->network)
@@ -772,6 +777,24 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         return 0;
 }
 
+/* The OOM kills of a run in a scope, read while systemd has not yet removed it: on each change of the
+ * counter file, and last when PID 1 exits. The count is evidence when that last read worked, or when an
+ * earlier one already saw a kill; else (systemd was faster) the cause is inferred. */
+typedef struct OomWatch {
+        uint64_t kills; /* the most seen */
+        bool last_ok;   /* the latest read worked (after the pump: the one at the exit) */
+} OomWatch;
+
+static bool oom_watch_read(int fd, void *userdata) {
+        OomWatch *w = userdata;
+        uint64_t n;
+
+        w->last_ok = cgroup_read_oom_kills(fd, &n) >= 0;
+        if (w->last_ok && n > w->kills)
+                w->kills = n;
+        return w->last_ok;
+}
+
 static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_len, uint64_t timeout_usec,
                    bool warm, RunOutput *ret, RunFailure *reterr) {
         const Config *cfg = sb->cfg;
@@ -780,6 +803,7 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
         uint64_t start, timeout, oom = 0, peak = 0;
         struct rusage ru;
         RunFacts facts = { 0 };
+        OomWatch oom_watch = { 0 };
         int status, r;
 
         timeout = timeout_usec > 0 ? timeout_usec : cfg->worker_timeout_usec;
@@ -806,6 +830,9 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
                 .ack_fd = TAKE_FD(p->ack_fd),
                 .stdout_fd = TAKE_FD(p->stdout_fd),
                 .stderr_fd = TAKE_FD(p->stderr_fd),
+                .events_fd = p->oom_fd,
+                .on_events = p->oom_fd >= 0 ? oom_watch_read : NULL,
+                .userdata = &oom_watch,
         };
         r = output_pump(&ofds, code, code_len, cfg->output_max, (warm ? start : p->start) + timeout, &rep);
         if (wait4(p->pid, &status, 0, &ru) < 0 && r >= 0)
@@ -838,6 +865,8 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
         /* Step 10: classify. */
         if (p->cg)
                 (void) cgroup_run_stats(p->cg, &oom, &peak); /* unknown stays 0: a missing file is no OOM */
+        else
+                oom = oom_watch.kills;
         uint64_t cpu = (uint64_t) ru.ru_utime.tv_sec * 1000000ULL + (uint64_t) ru.ru_utime.tv_usec +
                        (uint64_t) ru.ru_stime.tv_sec * 1000000ULL + (uint64_t) ru.ru_stime.tv_usec;
         facts = (RunFacts){
@@ -851,7 +880,7 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
                                  !rep.output_truncated && cpu + 250000 >= p->cpu_limit_usec,
                 .output_truncated = rep.output_truncated,
                 .oom_kills = oom,
-                .oom_unobservable = !p->cg,
+                .oom_unobservable = !p->cg && !oom_watch.last_ok && oom_watch.kills == 0,
         };
 
         RunOutput out = {

@@ -78,6 +78,40 @@ def test_oom_is_reported_from_the_cgroup_memory_events(guest):
     assert data["stdout"] == "fine after\n" and data["error"] == "", data
 
 
+# Three threads besides the main one: how the test tells this run's interpreter from the pool's idle
+# ones (one thread each, blocked on reading their code) among the scopes of the runs slice.
+MARKED_SLEEPER = ("import threading, time\n"
+                  "for _ in range(3):\n    threading.Thread(target=time.sleep, args=(25,)).start()\n"
+                  "time.sleep(25)\n")
+KILL_MARKED = r"""
+victim=
+for i in $(seq 1 600); do
+  for p in $(cat RUNS/difysandbox-run-*.scope/cgroup.procs 2>/dev/null); do
+    t=$(awk '/^Threads/ {print $2}' /proc/$p/status 2>/dev/null)
+    [ "${t:-0}" -ge 4 ] && victim=$p
+  done
+  [ -n "$victim" ] && break
+  sleep 0.05
+done
+[ -n "$victim" ] && kill -9 $victim
+wait
+echo
+cat /tmp/kill.json
+"""
+
+
+def test_a_kill_from_outside_a_scope_is_not_taken_for_an_oom(guest):
+    # Under systemd the scope is removed once empty; the run's OOM counter was opened while it lived and
+    # read at its exit, so a SIGKILL from outside (an operator's, of the process in the run's scope) is
+    # reported as one, where the old inference from "a SIGKILL the sandbox did not send" said OOM.
+    out = guest.sh("curl -s -m 90 -H 'X-Api-Key: dify-sandbox' -H 'Content-Type: application/json' "
+                   f"-d {api_body(MARKED_SLEEPER)} http://127.0.0.1:8194/v1/sandbox/run > /tmp/kill.json & "
+                   + KILL_MARKED.replace("RUNS", RUNS_SLICE), timeout=180).stdout
+    data = json.loads(out.strip().splitlines()[-1])["data"]
+    assert "killed by signal 9" in data["error"], data
+    assert "memory" not in data["error"] and "timeout" not in data["error"], data
+
+
 def test_bpf_wall_of_the_runs_slice_blocks_a_process_that_bypasses_the_proxy(guest):
     addr = guest.sh("ip -4 -o addr show scope global | awk '{print $4}' | cut -d/ -f1 | head -1").stdout.strip()
     assert addr, "the VM has no non-loopback IPv4 address"
@@ -130,9 +164,11 @@ def test_serve_in_a_delegated_v2_subtree(guest):
     v2 path (its own run cgroups, cgroup.kill on timeout, memory.events for the OOM cause)."""
     # With /run/systemd hidden, serve does not see systemd (sd_booted() is false) and takes the standalone
     # path, as in a container or on a host without systemd; its cgroup is still one systemd delegated.
+    # No warm pool: every run cgroup there is a request's, so none may be left once they are answered.
     guest.sh("systemctl stop dsb-serve.service 2>/dev/null; systemctl reset-failed dsb-serve.service 2>/dev/null;"
              "systemd-run --unit=dsb-serve -p Delegate=yes unshare -m --propagation private sh -c "
-             "'mount -t tmpfs tmpfs /run/systemd && exec /usr/bin/difysandbox serve --listen 127.0.0.1:8200'",
+             "'mount -t tmpfs tmpfs /run/systemd && DIFYSANDBOX_PREWARM=false "
+             "exec /usr/bin/difysandbox serve --listen 127.0.0.1:8200'",
              check=False)
     try:
         deadline = time.time() + 60
@@ -172,7 +208,8 @@ def cli_run(guest, env="", pids_max="max"):
     (BORN) with the CLI in its leaf BORN/supervisor, whose pids.max is pids_max."""
     out = guest.sh(
         f"cg={BORN}; for d in $cg/difysandbox/* $cg/difysandbox; do [ -d $d ] && rmdir $d; done; "
-        "mkdir -p $cg/supervisor && echo $$ > $cg/supervisor/cgroup.procs && "
+        "mkdir -p $cg/supervisor && { [ ! -e $cg/supervisor/pids.max ] || echo max > $cg/supervisor/pids.max; } && "
+        "echo $$ > $cg/supervisor/cgroup.procs && "
         "echo '+memory +pids +cpu' > $cg/cgroup.subtree_control && echo 'print(6 * 7)' > /tmp/born.py && "
         f"exec unshare -m --propagation private sh -c 'mount -t tmpfs tmpfs /run/systemd && "
         f"echo {pids_max} > {BORN}/supervisor/pids.max && "

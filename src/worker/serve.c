@@ -31,6 +31,7 @@
 #include "runner/admit.h"
 #include "runner/protocol.h"
 #include "runner/runner.h"
+#include "sandbox/instance.h"
 
 #define USEC_PER_SEC UINT64_C(1000000)
 /* Workers alive at once; more connections wait in the listen backlog until one ends. (systemd's socket
@@ -526,9 +527,26 @@ static void log_serving(const Config *cfg, const char *bound) {
                  cfg->enable_preload ? "yes" : "no");
 }
 
+DEFINE_POINTER_CLEANUP(Instance *, instance_free);
+
+/* Our claim on the UID range (instance.h), before the runner starts: a range that overlaps another live
+ * instance's refuses the start here, with the reason, rather than leave a runner failing its set-up. */
+static int instance_claim(const Config *cfg, Instance **ret) {
+        _cleanup_free_ char *reason = NULL;
+        int r;
+
+        r = instance_register(NULL, cfg->state_dir, cfg->uid_min, cfg->uid_max, ret, &reason);
+        if (r == -EADDRINUSE)
+                return log_error_errno(r, "Refusing to start: %s", reason ? reason : "UID range in use");
+        if (r < 0)
+                return log_error_errno(r, "Cannot register this instance in " INSTANCE_REGISTRY_DIR ": %m");
+        return 0;
+}
+
 int serve_main(Config *cfg, const char *listen_addr) {
         _cleanup_close_ int listen_fd = -EBADF, signal_fd = -EBADF, handoff_fd = -EBADF;
         _cleanup_(workers_done) Workers workers = { 0 };
+        _cleanup_(instance_freep) Instance *instance = NULL;
         char bound[INET6_ADDRSTRLEN + 8];
         sigset_t handled, old_mask;
         ServeFds fds = { .mask = &old_mask };
@@ -540,6 +558,9 @@ int serve_main(Config *cfg, const char *listen_addr) {
         (void) signal(SIGPIPE, SIG_IGN);
 
         r = worker_user_resolve(cfg, &fds);
+        if (r < 0)
+                return r;
+        r = instance_claim(cfg, &instance);
         if (r < 0)
                 return r;
         r = listen_open(listen_addr, &listen_fd, bound, sizeof(bound));

@@ -43,7 +43,7 @@ def wait_for_run_process(server, uid_range, timeout=30):
 
 def test_a_neighbours_start_leaves_a_live_run_alone_and_an_overlap_is_refused(tmp_path_factory):
     a = start_server(config(tmp_path_factory, 'a', A_RANGE, worker_timeout=60))
-    b = None
+    b = c = None
     try:
         box = {}
         code = "import time\ntime.sleep(8)\nprint('survived')\n"
@@ -67,11 +67,10 @@ def test_a_neighbours_start_leaves_a_live_run_alone_and_an_overlap_is_refused(tm
         with pytest.raises(AssertionError, match='exited'):
             c.start()
         log = c.log_text()
-        c.cleanup()
-        assert 'UID range 10735-10744 overlaps' in log, log
+        assert 'Refusing to start: UID range 10735-10744 overlaps' in log, log
         assert 'state_dir' in log, log
     finally:
-        for s in (a, b):
+        for s in (a, b, c):
             if s:
                 s.stop()
                 s.cleanup()

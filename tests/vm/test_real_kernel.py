@@ -91,9 +91,12 @@ for i in $(seq 1 600); do
     [ "${t:-0}" -ge 4 ] && victim=$p
   done
   [ -n "$victim" ] && break
+  [ $i = 40 ] && for d in RUNS/*.scope; do echo "$d: $(cat $d/cgroup.procs | tr '\n' ' ')"; \
+    for p in $(cat $d/cgroup.procs); do grep -H Threads /proc/$p/status; done; done >&2
   sleep 0.05
 done
 [ -n "$victim" ] && kill -9 $victim
+echo "victim=$victim" >&2
 wait
 echo
 cat /tmp/kill.json
@@ -104,11 +107,11 @@ def test_a_kill_from_outside_a_scope_is_not_taken_for_an_oom(guest):
     # Under systemd the scope is removed once empty; the run's OOM counter was opened while it lived and
     # read at its exit, so a SIGKILL from outside (an operator's, of the process in the run's scope) is
     # reported as one, where the old inference from "a SIGKILL the sandbox did not send" said OOM.
-    out = guest.sh("curl -s -m 90 -H 'X-Api-Key: dify-sandbox' -H 'Content-Type: application/json' "
-                   f"-d {api_body(MARKED_SLEEPER)} http://127.0.0.1:8194/v1/sandbox/run > /tmp/kill.json & "
-                   + KILL_MARKED.replace("RUNS", RUNS_SLICE), timeout=180).stdout
-    data = json.loads(out.strip().splitlines()[-1])["data"]
-    assert "killed by signal 9" in data["error"], data
+    p = guest.sh("curl -s -m 90 -H 'X-Api-Key: dify-sandbox' -H 'Content-Type: application/json' "
+                 f"-d {api_body(MARKED_SLEEPER)} http://127.0.0.1:8194/v1/sandbox/run > /tmp/kill.json & "
+                 + KILL_MARKED.replace("RUNS", RUNS_SLICE), timeout=180)
+    data = json.loads(p.stdout.strip().splitlines()[-1])["data"]
+    assert "killed by signal 9" in data["error"], (data, p.stderr[-3000:])
     assert "memory" not in data["error"] and "timeout" not in data["error"], data
 
 

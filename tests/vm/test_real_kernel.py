@@ -79,7 +79,8 @@ def test_oom_is_reported_from_the_cgroup_memory_events(guest):
 
 
 # Three threads besides the main one: how the test tells this run's interpreter from the pool's idle
-# ones (one thread each, blocked on reading their code) among the scopes of the runs slice.
+# Python ones (one thread each, blocked on reading their code) among the scopes of the runs slice;
+# the pool's Node.js ones have more (libuv, V8), hence a python and exactly four.
 MARKED_SLEEPER = ("import threading, time\n"
                   "for _ in range(3):\n    threading.Thread(target=time.sleep, args=(25,)).start()\n"
                   "time.sleep(25)\n")
@@ -88,7 +89,7 @@ victim=
 for i in $(seq 1 600); do
   for p in $(cat RUNS/difysandbox-run-*.scope/cgroup.procs 2>/dev/null); do
     t=$(awk '/^Threads/ {print $2}' /proc/$p/status 2>/dev/null)
-    [ "${t:-0}" -ge 4 ] && victim=$p
+    [ "${t:-0}" -eq 4 ] && grep -q '^python' /proc/$p/comm && victim=$p
   done
   [ -n "$victim" ] && break
   [ $i = 40 ] && for d in RUNS/*.scope; do echo "$d: $(cat $d/cgroup.procs | tr '\n' ' ')"; \

@@ -546,9 +546,9 @@ int cgroup_run_open(RunCgroup *cg) {
         return fd < 0 ? -errno : fd;
 }
 
-int cgroup_open_oom_counter(pid_t pid) {
+int cgroup_open_oom_counter(pid_t pid, const char *name) {
         _cleanup_free_ char *mount = NULL, *rel = NULL, *path = NULL;
-        const char *file = "memory.oom_control";
+        const char *file = "memory.oom_control", *base;
         int r, fd;
 
         /* The memory controller is on v1 (a hybrid host) or on the unified hierarchy. */
@@ -559,6 +559,12 @@ int cgroup_open_oom_counter(pid_t pid) {
         }
         if (r < 0)
                 return r;
+        /* Only the run's own cgroup counts only its kills: where systemd cannot give the scope one in
+         * the memory hierarchy (a container with read-only v1 hierarchies), pid sits in a cgroup shared
+         * with others, whose count says nothing about this run. */
+        base = strrchr(rel, '/');
+        if (!base || !streq(base + 1, name))
+                return -ENOENT;
         if (asprintf(&path, "%s%s/%s", mount, rel, file) < 0)
                 return -ENOMEM;
         fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -50,8 +50,9 @@ int cgroup_run_open(RunCgroup *cg);
 int cgroup_run_stats(RunCgroup *cg, uint64_t *ret_oom_kills, uint64_t *ret_memory_peak);
 /* For a run in a systemd scope, which systemd removes as soon as it is empty: an fd of the file that
  * counts OOM kills in pid's memory cgroup (v2 memory.events; v1 memory.oom_control), opened while pid
- * lives, for cgroup_read_oom_kills() when it dies. */
-int cgroup_open_oom_counter(pid_t pid);
+ * lives, for cgroup_read_oom_kills() when it dies. -ENOENT unless that cgroup is the scope's own, named
+ * name (not one it shares with others). */
+int cgroup_open_oom_counter(pid_t pid, const char *name);
 /* The oom_kill count of such a file; -ENODEV once the cgroup is gone. */
 int cgroup_read_oom_kills(int fd, uint64_t *ret);
 /* Kills whatever is left in the run cgroup (all of it is the run's) and removes it. NULL-safe. */

@@ -470,6 +470,14 @@ static int attach(Sandbox *sb, RunCgroup *cg, const char *id, pid_t pid, const C
         return r < 0 ? fail(reterr, "scope", r, unit) : 0;
 }
 
+/* The OOM counter of the run's scope (cgroup_open_oom_counter()), or a negative errno. */
+static int open_scope_oom_counter(pid_t pid, const char *id) {
+        char unit[RUN_ID_LEN + sizeof("difysandbox-run-.scope")];
+
+        (void) snprintf(unit, sizeof(unit), "difysandbox-run-%s.scope", id);
+        return cgroup_open_oom_counter(pid, unit);
+}
+
 /* Releasing the child failed. If it is because the child is gone (EPIPE: nobody reads the sync pipe), it
  * failed a step of its own before it and said which on its status pipe (whose write ends are all closed
  * by now, so this read cannot block): report that step rather than the sync. */
@@ -762,7 +770,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 p->t_spawned = now_usec();
                 r = born_in_cgroup ? 0 : attach(sb, p->cg, p->id, p->pid, &limits, reterr);
                 if (r >= 0 && !p->cg) /* best effort: without it the cause of a SIGKILL is inferred */
-                        p->oom_fd = cgroup_open_oom_counter(p->pid);
+                        p->oom_fd = open_scope_oom_counter(p->pid, p->id);
                 if (r >= 0 && write(pipes.fds[PIPE_SYNC][1], "1", 1) != 1)
                         r = sync_failed(p->status_fd, -errno, reterr);
                 if (r >= 0 && req->network)

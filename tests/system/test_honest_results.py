@@ -4,7 +4,10 @@ shows that the run's OOM counter (on this hybrid host, the v1 memory.oom_control
 the old inference ("a SIGKILL the sandbox did not send is the OOM killer's") answered memory."""
 
 import json
+import re
 import shlex
+
+import pytest
 
 # Three threads besides the main one: how the script tells this run's interpreter from the warm pool's
 # idle Python ones (one thread each) among the processes with a pool UID; the pool's Node.js ones have
@@ -23,6 +26,7 @@ for i in $(seq 1 200); do
   sleep 0.02
 done
 echo "victim=$victim" >&2
+[ -n "$victim" ] && echo "memory=$(grep -E '^[0-9]+:([^:]*,)?memory(,[^:]*)?:|^0::' /proc/$victim/cgroup | head -1)" >&2
 [ -n "$victim" ] && kill -9 $victim
 wait
 echo
@@ -35,5 +39,12 @@ def test_a_kill_from_outside_a_scope_is_reported_as_such(container):
                                    "enable_network": False}))
     p = container.sh(SCRIPT.replace("BODY", body), timeout=120)
     data = json.loads(p.stdout.strip().splitlines()[-1])["data"]
+    memory = re.search(r"^memory=(.*)$", p.stderr, re.M)
+    assert memory, p.stderr[-2000:]
+    if not memory.group(1).endswith(".scope"):
+        # The run's memory cgroup is not its scope's own (nspawn mounts the v1 hierarchies read-only, so
+        # systemd in the container cannot make one): no count here is the run's, and the sandbox rightly
+        # falls back to inferring. tests/vm shows the read cause on pure v2.
+        pytest.skip(f"this rig gives a run's scope no memory cgroup of its own ({memory.group(1)})")
     assert "killed by signal 9" in data["error"], (data, p.stderr[-2000:])
     assert "memory" not in data["error"] and "timeout" not in data["error"], data

@@ -28,6 +28,7 @@ typedef enum Hierarchy {
 
 struct CgroupLayout {
         bool v2;
+        char *instance;             /* instance.h: run cgroups are run-<instance>-<uid> */
         char *base[_HIERARCHY_MAX]; /* <mount><own>/difysandbox; v2 uses base[HIERARCHY_MEMORY] only */
 };
 
@@ -147,13 +148,18 @@ static int find_mount(const char *controller, char **ret_mount, char **ret_root)
         return -ENOENT;
 }
 
-/* This process's cgroup in the hierarchy named by controller ("" for the unified one). */
-static int own_cgroup(const char *controller, char **ret) {
+/* The cgroup of pid (0: this process) in the hierarchy named by controller ("" for the unified one). */
+static int proc_cgroup(pid_t pid, const char *controller, char **ret) {
         _cleanup_(fclosep) FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
+        char proc[64];
         size_t n = 0;
 
-        f = fopen("/proc/self/cgroup", "re");
+        if (pid > 0)
+                (void) snprintf(proc, sizeof(proc), "/proc/%d/cgroup", (int) pid);
+        else
+                strcpy(proc, "/proc/self/cgroup");
+        f = fopen(proc, "re");
         if (!f)
                 return -errno;
         while (getline(&line, &n, f) > 0) {
@@ -182,28 +188,48 @@ static int own_cgroup(const char *controller, char **ret) {
         return -ENOENT;
 }
 
-/* <mount><own path relative to the mount's root>/difysandbox */
-static int base_path(const char *controller, char **ret) {
-        _cleanup_free_ char *mount = NULL, *root = NULL, *own = NULL;
-        const char *rel;
+/* The directory of pid's cgroup (0: ours) in the hierarchy of controller ("" for the unified one),
+ * through its mount: *ret_mount, and *ret_rel relative to it ("" for the mount's root). */
+static int cgroup_dir(pid_t pid, const char *controller, char **ret_mount, char **ret_rel) {
+        _cleanup_free_ char *mount = NULL, *root = NULL, *own = NULL, *rel = NULL;
+        const char *p;
         int r;
 
         r = find_mount(*controller ? controller : NULL, &mount, &root);
         if (r < 0)
                 return r;
-        r = own_cgroup(controller, &own);
+        r = proc_cgroup(pid, controller, &own);
         if (r < 0)
                 return r;
-        rel = own;
+        p = own;
         if (strcmp(root, "/") != 0) {
                 size_t len = strlen(root);
                 if (strncmp(own, root, len) != 0 || (own[len] != '/' && own[len] != '\0'))
-                        return -ENOENT; /* our cgroup is not visible through this mount */
-                rel = own + len;
+                        return -ENOENT; /* the cgroup is not visible through this mount */
+                p = own + len;
         }
-        if (strcmp(rel, "/") == 0)
-                rel = "";
-        return asprintf(ret, "%s%s/difysandbox", mount, rel) < 0 ? -ENOMEM : 0;
+        rel = strdup(strcmp(p, "/") == 0 ? "" : p);
+        if (!rel)
+                return -ENOMEM;
+        *ret_mount = TAKE_PTR(mount);
+        *ret_rel = TAKE_PTR(rel);
+        return 0;
+}
+
+/* <mount><own path relative to the mount's root>/difysandbox */
+static int base_path(const char *controller, char **ret) {
+        _cleanup_free_ char *mount = NULL, *rel = NULL;
+        int r;
+
+        r = cgroup_dir(0, controller, &mount, &rel);
+        if (r < 0)
+                return r;
+        /* On v2 we moved ourselves into a leaf of our cgroup (move_into_leaf()); our cgroup is its
+         * parent still, for a detection after that (a reload, a forked child). */
+        size_t len = strlen(rel), leaf = strlen("/" CGROUP_SUPERVISOR_LEAF);
+        if (*controller == '\0' && len >= leaf && streq(rel + len - leaf, "/" CGROUP_SUPERVISOR_LEAF))
+                len -= leaf;
+        return asprintf(ret, "%s%.*s/difysandbox", mount, (int) len, rel) < 0 ? -ENOMEM : 0;
 }
 
 static bool v2_has_controllers(const char *base) {
@@ -236,18 +262,79 @@ static bool v2_has_controllers(const char *base) {
         return true;
 }
 
-int cgroup_layout_detect(CgroupLayout **ret) {
+/* Moves every process of the cgroup at own into its leaf CGROUP_SUPERVISOR_LEAF. They are all ours: own
+ * is the cgroup we were started in (delegated to us), and nothing above it is touched. */
+static int move_into_leaf(const char *own) {
+        _cleanup_free_ char *leaf = NULL, *procs = NULL, *text = NULL;
+        int r;
+
+        if (asprintf(&leaf, "%s/" CGROUP_SUPERVISOR_LEAF, own) < 0 ||
+            asprintf(&procs, "%s/cgroup.procs", own) < 0)
+                return -ENOMEM;
+        if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        r = read_full_file(procs, CGROUP_FILE_MAX, &text, NULL);
+        if (r < 0)
+                return r;
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+                uint64_t pid;
+                if (parse_uint64(line, &pid) < 0 || pid == 0 || pid > INT32_MAX)
+                        continue;
+                r = write_file(leaf, "cgroup.procs", "%d", (int) pid);
+                if (r < 0 && r != -ESRCH) /* it may have exited meanwhile */
+                        return r;
+        }
+        return 0;
+}
+
+/* Enables memory, pids and cpu for our children on v2. The no-internal-process rule forbids that while
+ * processes sit in our own cgroup (EBUSY): so, as programs that systemd delegates a cgroup to do, we first
+ * move ourselves (and whatever we forked) into a leaf of it, then enable the controllers in our own
+ * cgroup and in <own>/difysandbox, below which the runs live. A process forked meanwhile lands in our
+ * cgroup again: a few rounds settle that. */
+static int ensure_v2_delegation(const CgroupLayout *layout) {
+        _cleanup_free_ char *own = NULL;
+        int r = -EBUSY;
+
+        own = strdup(layout->base[HIERARCHY_MEMORY]);
+        if (!own)
+                return -ENOMEM;
+        *strrchr(own, '/') = '\0';
+        for (int i = 0; i < 10 && r == -EBUSY; i++) {
+                r = write_file(own, "cgroup.subtree_control", "+memory +pids +cpu");
+                if (r == -EBUSY) {
+                        int k = move_into_leaf(own);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        if (r < 0)
+                return r;
+        if (mkdir(layout->base[HIERARCHY_MEMORY], 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return write_file(layout->base[HIERARCHY_MEMORY], "cgroup.subtree_control", "+memory +pids +cpu");
+}
+
+int cgroup_layout_detect(const char *instance, CgroupLayout **ret) {
         _cleanup_(cgroup_layout_freep) CgroupLayout *layout = NULL;
         _cleanup_free_ char *v2base = NULL;
         int r;
 
+        if (!instance || !*instance || strpbrk(instance, "/-"))
+                return -EINVAL;
         layout = calloc(1, sizeof(*layout));
         if (!layout)
+                return -ENOMEM;
+        layout->instance = strdup(instance);
+        if (!layout->instance)
                 return -ENOMEM;
 
         if (base_path("", &v2base) >= 0 && v2_has_controllers(v2base)) {
                 layout->v2 = true;
                 layout->base[HIERARCHY_MEMORY] = TAKE_PTR(v2base);
+                r = ensure_v2_delegation(layout); /* once, at start: it may move us */
+                if (r < 0)
+                        return r;
                 *ret = TAKE_PTR(layout);
                 return 0;
         }
@@ -265,6 +352,7 @@ CgroupLayout *cgroup_layout_free(CgroupLayout *layout) {
         if (layout) {
                 for (Hierarchy h = 0; h < _HIERARCHY_MAX; h++)
                         free(layout->base[h]);
+                free(layout->instance);
                 free(layout);
         }
         return NULL;
@@ -275,7 +363,8 @@ bool cgroup_layout_is_v2(const CgroupLayout *layout) {
 }
 
 static int run_path(const CgroupLayout *layout, Hierarchy h, uid_t uid, char **ret) {
-        return asprintf(ret, "%s/run-%u", layout->base[h], (unsigned) uid) < 0 ? -ENOMEM : 0;
+        return asprintf(ret, "%s/run-%s-%u", layout->base[h], layout->instance, (unsigned) uid) < 0 ? -ENOMEM
+                                                                                                    : 0;
 }
 
 int cgroup_layout_run_path(const CgroupLayout *layout, uid_t uid, char **ret) {
@@ -320,26 +409,6 @@ static int remove_cgroup(const char *path, bool v2) {
                 sleep_usec(i < 10 ? 100 : 1000);
         }
         return -EBUSY;
-}
-
-static int ensure_v2_delegation(const CgroupLayout *layout) {
-        _cleanup_free_ char *parent = NULL;
-        char *slash;
-        int r;
-
-        parent = strdup(layout->base[HIERARCHY_MEMORY]);
-        if (!parent)
-                return -ENOMEM;
-        slash = strrchr(parent, '/');
-        *slash = '\0';
-        /* Fails with EBUSY if our own cgroup holds processes and the controllers are not yet enabled:
-         * then the caller must run us in a delegated cgroup (systemd Delegate=yes) or under systemd. */
-        r = write_file(parent, "cgroup.subtree_control", "+memory +pids +cpu");
-        if (r < 0)
-                return r;
-        if (mkdir(layout->base[HIERARCHY_MEMORY], 0755) < 0 && errno != EEXIST)
-                return -errno;
-        return write_file(layout->base[HIERARCHY_MEMORY], "cgroup.subtree_control", "+memory +pids +cpu");
 }
 
 static int write_limits_v2(const char *path, const CgroupLimits *limits) {
@@ -392,9 +461,14 @@ int cgroup_list_runs(const CgroupLayout *layout, uid_t **ret, size_t *ret_n) {
                 *ret_n = 0;
                 return 0;
         }
+        size_t plen = strlen(layout->instance);
         while ((de = readdir(d))) {
                 uint32_t uid;
-                if (strncmp(de->d_name, "run-", 4) != 0 || parse_uint32(de->d_name + 4, &uid) < 0)
+                /* run-<instance>-<uid>: another instance's runs (or an older version's run-<uid>) are not
+                 * ours to list, whatever their UID */
+                if (strncmp(de->d_name, "run-", 4) != 0 ||
+                    strncmp(de->d_name + 4, layout->instance, plen) != 0 || de->d_name[4 + plen] != '-' ||
+                    parse_uint32(de->d_name + 5 + plen, &uid) < 0)
                         continue;
                 if (n == alloc) {
                         uid_t *u = realloc(uids, (alloc ? alloc * 2 : 16) * sizeof(uid_t));
@@ -437,12 +511,6 @@ int cgroup_run_create(const CgroupLayout *layout, uid_t uid, const CgroupLimits 
         if (limits->memory_max == 0 || limits->cpu_quota_percent == 0 || limits->tasks_max == 0)
                 return -EINVAL;
 
-        if (layout->v2) {
-                r = ensure_v2_delegation(layout);
-                if (r < 0)
-                        return r;
-        }
-
         cg = calloc(1, sizeof(*cg));
         if (!cg)
                 return -ENOMEM;
@@ -467,6 +535,54 @@ int cgroup_run_create(const CgroupLayout *layout, uid_t uid, const CgroupLimits 
 
         *ret = TAKE_PTR(cg);
         return 0;
+}
+
+int cgroup_run_open(RunCgroup *cg) {
+        int fd;
+
+        if (!cg->layout->v2)
+                return -EOPNOTSUPP; /* v1: one cgroup per hierarchy, and clone3() takes one */
+        fd = open(cg->path[HIERARCHY_MEMORY], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+int cgroup_open_oom_counter(pid_t pid, const char *name) {
+        _cleanup_free_ char *mount = NULL, *rel = NULL, *path = NULL;
+        const char *file = "memory.oom_control", *base;
+        int r, fd;
+
+        /* The memory controller is on v1 (a hybrid host) or on the unified hierarchy. */
+        r = cgroup_dir(pid, "memory", &mount, &rel);
+        if (r == -ENOENT) {
+                r = cgroup_dir(pid, "", &mount, &rel);
+                file = "memory.events";
+        }
+        if (r < 0)
+                return r;
+        /* Only the run's own cgroup counts only its kills: where systemd cannot give the scope one in
+         * the memory hierarchy (a container with read-only v1 hierarchies), pid sits in a cgroup shared
+         * with others, whose count says nothing about this run. */
+        base = strrchr(rel, '/');
+        if (!base || !streq(base + 1, name))
+                return -ENOENT;
+        if (asprintf(&path, "%s%s/%s", mount, rel, file) < 0)
+                return -ENOMEM;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+int cgroup_read_oom_kills(int fd, uint64_t *ret) {
+        char buf[4096];
+        ssize_t n;
+
+        n = pread(fd, buf, sizeof(buf) - 1, 0); /* from 0: the kernel renders it afresh */
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+                if (strncmp(line, "oom_kill ", 9) == 0)
+                        return parse_uint64(line + 9, ret);
+        return -ENOENT; /* a kernel before 4.13 counts none */
 }
 
 int cgroup_run_attach(RunCgroup *cg, pid_t pid) {

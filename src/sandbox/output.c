@@ -17,7 +17,7 @@
 #include "common/time-util.h"
 #include "enter/enter-protocol.h"
 
-enum { SLOT_PID, SLOT_CODE, SLOT_STATUS, SLOT_ACK, SLOT_STDOUT, SLOT_STDERR, _SLOT_MAX };
+enum { SLOT_PID, SLOT_CODE, SLOT_STATUS, SLOT_ACK, SLOT_STDOUT, SLOT_STDERR, SLOT_EVENTS, _SLOT_MAX };
 
 /* Once PID 1 has exited every process of the run is gone, so the pipes reach EOF at once; this only
  * bounds the wait should that ever not hold. */
@@ -25,6 +25,15 @@ enum { SLOT_PID, SLOT_CODE, SLOT_STATUS, SLOT_ACK, SLOT_STDOUT, SLOT_STDERR, _SL
 
 static void kill_run(int pidfd) {
         (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* fails only if already gone */
+}
+
+/* Whether the run's PID 1 has exited already. When this process stalled past the deadline (stopped,
+ * starved), a run that ended on its own meanwhile must get its real result, not a timeout: the poll that
+ * would have seen its exit is only now about to run. */
+static bool has_exited(int pidfd) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+        return poll(&p, 1, 0) > 0;
 }
 
 /* Appends what fd has to buf, up to cap bytes; the rest is read and dropped. Returns 0 at EOF, 1 when
@@ -82,6 +91,8 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
         p[SLOT_ACK] = (struct pollfd){ .fd = fds->ack_fd, .events = POLLIN };
         p[SLOT_STDOUT] = (struct pollfd){ .fd = fds->stdout_fd, .events = POLLIN };
         p[SLOT_STDERR] = (struct pollfd){ .fd = fds->stderr_fd, .events = POLLIN };
+        if (fds->on_events)
+                p[SLOT_EVENTS] = (struct pollfd){ .fd = fds->events_fd, .events = POLLPRI };
         if (fcntl(fds->code_fd, F_SETFL, O_NONBLOCK) < 0)
                 r = -errno;
         if (code_len == 0)
@@ -92,7 +103,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                 int timeout_ms;
                 bool open_pipes = false;
 
-                for (int i = SLOT_CODE; i < _SLOT_MAX; i++)
+                for (int i = SLOT_CODE; i < SLOT_EVENTS; i++)
                         if (i != SLOT_CODE && p[i].fd >= 0)
                                 open_pipes = true;
                 if (exited && !open_pipes)
@@ -100,7 +111,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                 if (exited && now_usec >= exit_usec + DRAIN_GRACE_USEC)
                         break;
 
-                if (!killed && now_usec >= deadline_usec) {
+                if (!killed && !exited && now_usec >= deadline_usec && !has_exited(fds->pidfd)) {
                         rep.timed_out = true;
                         killed = true;
                         kill_run(fds->pidfd);
@@ -109,6 +120,8 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                         timeout_ms = (int) ((exit_usec + DRAIN_GRACE_USEC - now_usec) / 1000) + 1;
                 else if (killed)
                         timeout_ms = -1;
+                else if (now_usec >= deadline_usec)
+                        timeout_ms = 0; /* it has exited (has_exited()): the poll below sees it */
                 else
                         timeout_ms = (int) ((deadline_usec - now_usec + 999) / 1000);
 
@@ -119,7 +132,11 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                         break;
                 }
 
+                if (p[SLOT_EVENTS].fd >= 0 && (p[SLOT_PID].revents || p[SLOT_EVENTS].revents) &&
+                    !fds->on_events(p[SLOT_EVENTS].fd, fds->userdata))
+                        p[SLOT_EVENTS].fd = -1;
                 if (p[SLOT_PID].revents) {
+                        p[SLOT_EVENTS].fd = -1; /* read once more at the exit, above: that is the last */
                         exited = true;
                         exit_usec = rep.exit_usec = now(CLOCK_MONOTONIC);
                         p[SLOT_PID].fd = -1;      /* owned by the caller */
@@ -191,7 +208,7 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                 }
         }
 
-        for (int i = SLOT_CODE; i < _SLOT_MAX; i++)
+        for (int i = SLOT_CODE; i < SLOT_EVENTS; i++)
                 (void) safe_close(p[i].fd);
         fds->code_fd = fds->status_fd = fds->ack_fd = fds->stdout_fd = fds->stderr_fd = -EBADF;
 

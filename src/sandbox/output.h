@@ -21,6 +21,13 @@ typedef struct OutputFds {
         int status_fd; /* read end: ChildReport(s), then EOF at execve() */
         int ack_fd;    /* read end: ENTER_ACK */
         int stdout_fd, stderr_fd;
+        /* Optional (on_events NULL: none): a cgroup file that signals changes with POLLPRI (memory.events),
+         * and what to do with it. Called on each change and once when PID 1 exits, while the cgroup is
+         * most likely still there; not closed by the pump. on_events returns false to stop watching (the
+         * file cannot be read: a cgroup removed meanwhile would signal without end). */
+        int events_fd;
+        bool (*on_events)(int fd, void *userdata);
+        void *userdata;
 } OutputFds;
 
 typedef struct OutputReport {

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "common/cleanup.h"
+
 static const char *const result_names[_RUN_RESULT_MAX] = {
         [RUN_RESULT_OK] = "ok",           [RUN_RESULT_ERROR] = "error",
         [RUN_RESULT_TIMEOUT] = "timeout", [RUN_RESULT_MEMORY] = "memory",
@@ -37,12 +39,16 @@ RunResult run_result_from_string(const char *s) {
 RunResult result_classify(const RunFacts *f) {
         /* What the sandbox did to the run comes first: a run we killed died of SIGKILL, which says
          * nothing by itself. */
-        if (f->timed_out || f->cpu_limit_hit)
+        if (f->timed_out)
                 return RUN_RESULT_TIMEOUT;
         if (f->output_truncated)
                 return RUN_RESULT_OUTPUT_TRUNCATED;
+        /* Evidence before inference: the cgroup's count of OOM kills is a fact, while cpu_limit_hit is
+         * read from the CPU time used, which a run reclaiming memory at its limit also burns. */
         if (f->oom_kills > 0)
                 return RUN_RESULT_MEMORY;
+        if (f->cpu_limit_hit)
+                return RUN_RESULT_TIMEOUT;
         if (f->oom_unobservable && WIFSIGNALED(f->wait_status) && WTERMSIG(f->wait_status) == SIGKILL)
                 return RUN_RESULT_MEMORY;
         if (WIFSIGNALED(f->wait_status) && WTERMSIG(f->wait_status) == SIGSYS)
@@ -60,7 +66,9 @@ int result_exit_code(const RunFacts *f) {
         return -1;
 }
 
-int result_format_error(RunResult result, int exit_code, const char *stderr_text, char **ret) {
+int result_format_error(RunResult result, int exit_code, int term_signal, const char *stderr_text,
+                        char **ret) {
+        _cleanup_free_ char *signal_line = NULL;
         const char *line = NULL;
         char *s;
 
@@ -74,6 +82,12 @@ int result_format_error(RunResult result, int exit_code, const char *stderr_text
                 return 0;
         }
         line = result_lines[result];
+        if (result == RUN_RESULT_ERROR && term_signal > 0) {
+                /* Nothing of the sandbox's explains the signal (an operator's kill, a crash): say which. */
+                if (asprintf(&signal_line, "error: killed by signal %d", term_signal) < 0)
+                        return -ENOMEM;
+                line = signal_line;
+        }
         if (asprintf(&s, "process exited with code %d\n%s%s%s", exit_code, line ? line : "",
                      line ? "\n" : "", stderr_text ? stderr_text : "") < 0)
                 return -ENOMEM;

@@ -21,7 +21,7 @@ typedef enum RunResult {
 typedef struct RunFacts {
         int wait_status;       /* as from waitpid() */
         bool timed_out;        /* the wall-clock deadline passed */
-        bool cpu_limit_hit;    /* CPU time reached RLIMIT_CPU */
+        bool cpu_limit_hit;    /* CPU time reached RLIMIT_CPU (inferred from the time used) */
         bool output_truncated; /* the output cap was reached */
         uint64_t oom_kills;    /* OOM kills in the run's cgroup */
         bool oom_unobservable; /* the cgroup was gone before it could be read (a systemd scope): then a
@@ -36,5 +36,7 @@ RunResult run_result_from_string(const char *s);
 
 /* The API's `error`: empty for exit 0 and RUN_RESULT_OK; otherwise "process exited with code N", then
  * the line of the result ("error: timeout", "error: operation not permitted", "error: memory limit
- * exceeded", "error: output limit exceeded"), then the stderr text, each on its own line. */
-int result_format_error(RunResult result, int exit_code, const char *stderr_text, char **ret);
+ * exceeded", "error: output limit exceeded", or for RUN_RESULT_ERROR of a run that term_signal killed
+ * "error: killed by signal S"), then the stderr text, each on its own line. term_signal: 0 for none. */
+int result_format_error(RunResult result, int exit_code, int term_signal, const char *stderr_text,
+                        char **ret);

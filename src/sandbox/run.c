@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -32,6 +33,7 @@
 #include "common/time-util.h"
 #include "common/utf8.h"
 #include "egress/egress.h"
+#include "instance.h"
 #include "netns.h"
 #include "output.h"
 #include "rootfs.h"
@@ -50,8 +52,10 @@ DEFINE_POINTER_CLEANUP(EgressRelay *, egress_stop);
 
 struct Sandbox {
         const Config *cfg;
-        ScopeManager *scopes;  /* systemd is PID 1: runs go into transient scopes */
-        CgroupLayout *cgroups; /* otherwise: cgroupfs below our own cgroup */
+        Instance *instance;     /* our identity and our claim on the UID range (instance.h) */
+        ScopeManager *scopes;   /* systemd is PID 1: runs go into transient scopes */
+        CgroupLayout *cgroups;  /* otherwise: cgroupfs below our own cgroup */
+        bool clone_into_cgroup; /* v2 standalone: a run is born in its cgroup (clone_child()) */
         cap_t no_caps;
         /* compiled on first use, once per process: [language][network][stage] */
         SeccompProgram *filters[_LANGUAGE_MAX][2][_SECCOMP_STAGE_MAX];
@@ -92,6 +96,20 @@ static void sweep_stale_cgroups(Sandbox *sb) {
         }
 }
 
+/* DIFYSANDBOX_CLONE_INTO_CGROUP=0 makes runs on v2 take the migration path of v1 (clone, then attach):
+ * to measure what clone3(CLONE_INTO_CGROUP) saves, or to rule it out. */
+static int clone_into_cgroup_wanted(bool *ret) {
+        const char *v = getenv("DIFYSANDBOX_CLONE_INTO_CGROUP");
+
+        if (!v || streq(v, "1"))
+                *ret = true;
+        else if (streq(v, "0"))
+                *ret = false;
+        else
+                return -EINVAL;
+        return 0;
+}
+
 int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
         _cleanup_(sandbox_freep) Sandbox *sb = NULL;
         int r;
@@ -101,13 +119,25 @@ int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
                 return fail(reterr, "init", -ENOMEM, NULL);
         sb->cfg = cfg;
 
+        /* Before any cgroup is touched: a neighbour's range must not be ours, and the sweep below must
+         * know which run cgroups are ours. */
+        _cleanup_free_ char *reason = NULL;
+        r = instance_register(NULL, cfg->state_dir, cfg->uid_min, cfg->uid_max, &sb->instance, &reason);
+        if (r < 0)
+                return fail(reterr, "instance", r, reason ? reason : INSTANCE_REGISTRY_DIR);
+
         r = scope_manager_open(&sb->scopes);
         if (r == -ENOMEDIUM) {
-                r = cgroup_layout_detect(&sb->cgroups);
+                r = cgroup_layout_detect(instance_get_id(sb->instance), &sb->cgroups);
                 if (r < 0)
                         return fail(reterr, "cgroup", r,
                                     "no usable memory, pids and cpu cgroup controllers");
                 sweep_stale_cgroups(sb);
+                r = clone_into_cgroup_wanted(&sb->clone_into_cgroup);
+                if (r < 0)
+                        return fail(reterr, "cgroup", r,
+                                    "DIFYSANDBOX_CLONE_INTO_CGROUP must be 0 or 1 (unset means 1)");
+                sb->clone_into_cgroup = sb->clone_into_cgroup && cgroup_layout_is_v2(sb->cgroups);
         } else if (r < 0)
                 return fail(reterr, "scope", r, "cannot connect to systemd on the system bus");
 
@@ -130,6 +160,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
                 (void) cap_free(sb->no_caps);
         cgroup_layout_free(sb->cgroups);
         scope_manager_free(sb->scopes);
+        instance_free(sb->instance);
         free(sb);
         return NULL;
 }
@@ -424,17 +455,26 @@ static int run_id_make(char id[static RUN_ID_LEN + 1]) {
 /* Puts pid into the run's scope (systemd) or cgroup (standalone). */
 static int attach(Sandbox *sb, RunCgroup *cg, const char *id, pid_t pid, const CgroupLimits *limits,
                   RunFailure *reterr) {
-        _cleanup_free_ char *unit = NULL;
+        _cleanup_free_ char *unit = NULL, *description = NULL;
         int r;
 
         if (cg) {
                 r = cgroup_run_attach(cg, pid);
                 return r < 0 ? fail(reterr, "cgroup", r, NULL) : 0;
         }
-        if (asprintf(&unit, "difysandbox-run-%s.scope", id) < 0)
+        if (asprintf(&unit, "difysandbox-run-%s.scope", id) < 0 ||
+            asprintf(&description, "difysandbox run of instance %s", instance_get_id(sb->instance)) < 0)
                 return fail(reterr, "scope", -ENOMEM, NULL);
-        r = scope_start(sb->scopes, unit, RUNS_SLICE, pid, limits, SCOPE_JOB_TIMEOUT_USEC);
+        r = scope_start(sb->scopes, unit, description, RUNS_SLICE, pid, limits, SCOPE_JOB_TIMEOUT_USEC);
         return r < 0 ? fail(reterr, "scope", r, unit) : 0;
+}
+
+/* The OOM counter of the run's scope (cgroup_open_oom_counter()), or a negative errno. */
+static int open_scope_oom_counter(pid_t pid, const char *id) {
+        char unit[RUN_ID_LEN + sizeof("difysandbox-run-.scope")];
+
+        (void) snprintf(unit, sizeof(unit), "difysandbox-run-%s.scope", id);
+        return cgroup_open_oom_counter(pid, unit);
 }
 
 /* Releasing the child failed. If it is because the child is gone (EPIPE: nobody reads the sync pipe), it
@@ -451,8 +491,24 @@ static int sync_failed(int status_fd, int error, RunFailure *reterr) {
         return fail(reterr, "sync", error, NULL);
 }
 
-static pid_t clone_child(unsigned long flags) {
-        /* Fork-like clone (no new stack): the child runs on a copy of ours. */
+/* Fork-like clone (no new stack): the child runs on a copy of ours. With cgroup_fd (v2), clone3() has it
+ * born in the run's cgroup: it never runs a moment in ours, and no migration follows (cheaper than
+ * writing cgroup.procs, which waits for the cgroup's RCU grace period). *ret_born_in_cgroup says whether
+ * that happened; a kernel without CLONE_INTO_CGROUP (before 5.7) gets the plain clone and an attach. */
+static pid_t clone_child(unsigned long flags, int cgroup_fd, bool *ret_born_in_cgroup) {
+        *ret_born_in_cgroup = false;
+        if (cgroup_fd >= 0) {
+                struct clone_args args = {
+                        .flags = flags | CLONE_INTO_CGROUP,
+                        .exit_signal = SIGCHLD,
+                        .cgroup = (uint64_t) cgroup_fd,
+                };
+                pid_t pid = (pid_t) syscall(SYS_clone3, &args, sizeof(args));
+                if (pid >= 0 || (errno != ENOSYS && errno != EINVAL && errno != E2BIG)) {
+                        *ret_born_in_cgroup = pid >= 0;
+                        return pid;
+                }
+        }
         return (pid_t) syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
 }
 
@@ -467,6 +523,7 @@ struct PreparedRun {
         Generation packages; /* its current generation when the run was made, share-locked until freed */
         pid_t pid;           /* 0 once reaped */
         int pidfd, code_fd, status_fd, ack_fd, stdout_fd, stderr_fd;
+        int oom_fd; /* in a scope: its OOM counter, opened while it exists (cgroup_open_oom_counter()) */
         uint64_t cpu_limit_usec;
         char id[RUN_ID_LEN + 1];
         uint64_t start, t_uid, t_cgroup, t_clone, t_spawned, t_released; /* CLOCK_MONOTONIC */
@@ -487,6 +544,7 @@ PreparedRun *prepared_run_free(PreparedRun *p) {
         (void) safe_close(p->ack_fd);
         (void) safe_close(p->stdout_fd);
         (void) safe_close(p->stderr_fd);
+        (void) safe_close(p->oom_fd);
         (void) cgroup_run_destroy(p->cg);
         (void) uidpool_release(p->lease);
         generation_release(&p->packages); /* the run is gone: collection may take it now */
@@ -558,6 +616,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 .ack_fd = -EBADF,
                 .stdout_fd = -EBADF,
                 .stderr_fd = -EBADF,
+                .oom_fd = -EBADF,
                 .cpu_limit_usec = (cfg->cpu_time_usec + 999999) / 1000000 * 1000000,
                 .start = now(CLOCK_MONOTONIC),
         };
@@ -671,8 +730,10 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         /* Step 3: the child, in fresh namespaces. Every run gets its own network namespace: empty, or
          * with network only the egress proxy. */
         unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET;
+        _cleanup_close_ int cgroup_fd = p->cg && sb->clone_into_cgroup ? cgroup_run_open(p->cg) : -EBADF;
+        bool born_in_cgroup;
         p->t_clone = now(CLOCK_MONOTONIC);
-        p->pid = clone_child(flags);
+        p->pid = clone_child(flags, cgroup_fd, &born_in_cgroup);
         if (p->pid < 0) {
                 r = -errno;
                 p->pid = 0;
@@ -706,7 +767,9 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         else {
                 /* Step 4: into the scope or cgroup, then let the child go on, up to reading its code. */
                 p->t_spawned = now(CLOCK_MONOTONIC);
-                r = attach(sb, p->cg, p->id, p->pid, &limits, reterr);
+                r = born_in_cgroup ? 0 : attach(sb, p->cg, p->id, p->pid, &limits, reterr);
+                if (r >= 0 && !p->cg) /* best effort: without it the cause of a SIGKILL is inferred */
+                        p->oom_fd = open_scope_oom_counter(p->pid, p->id);
                 if (r >= 0 && write(pipes.fds[PIPE_SYNC][1], "1", 1) != 1)
                         r = sync_failed(p->status_fd, -errno, reterr);
                 if (r >= 0 && req->network)
@@ -721,6 +784,24 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         return 0;
 }
 
+/* The OOM kills of a run in a scope, read while systemd has not yet removed it: on each change of the
+ * counter file, and last when PID 1 exits. The count is evidence when that last read worked, or when an
+ * earlier one already saw a kill; else (systemd was faster) the cause is inferred. */
+typedef struct OomWatch {
+        uint64_t kills; /* the most seen */
+        bool last_ok;   /* the latest read worked (after the pump: the one at the exit) */
+} OomWatch;
+
+static bool oom_watch_read(int fd, void *userdata) {
+        OomWatch *w = userdata;
+        uint64_t n;
+
+        w->last_ok = cgroup_read_oom_kills(fd, &n) >= 0;
+        if (w->last_ok && n > w->kills)
+                w->kills = n;
+        return w->last_ok;
+}
+
 static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_len, uint64_t timeout_usec,
                    bool warm, RunOutput *ret, RunFailure *reterr) {
         const Config *cfg = sb->cfg;
@@ -729,6 +810,7 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
         uint64_t start, timeout, oom = 0, peak = 0;
         struct rusage ru;
         RunFacts facts = { 0 };
+        OomWatch oom_watch = { 0 };
         int status, r;
 
         timeout = timeout_usec > 0 ? timeout_usec : cfg->worker_timeout_usec;
@@ -755,6 +837,9 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
                 .ack_fd = TAKE_FD(p->ack_fd),
                 .stdout_fd = TAKE_FD(p->stdout_fd),
                 .stderr_fd = TAKE_FD(p->stderr_fd),
+                .events_fd = p->oom_fd,
+                .on_events = p->oom_fd >= 0 ? oom_watch_read : NULL,
+                .userdata = &oom_watch,
         };
         r = output_pump(&ofds, code, code_len, cfg->output_max, (warm ? start : p->start) + timeout, &rep);
         if (wait4(p->pid, &status, 0, &ru) < 0 && r >= 0)
@@ -787,20 +872,22 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
         /* Step 10: classify. */
         if (p->cg)
                 (void) cgroup_run_stats(p->cg, &oom, &peak); /* unknown stays 0: a missing file is no OOM */
+        else
+                oom = oom_watch.kills;
         uint64_t cpu = (uint64_t) ru.ru_utime.tv_sec * 1000000ULL + (uint64_t) ru.ru_utime.tv_usec +
                        (uint64_t) ru.ru_stime.tv_sec * 1000000ULL + (uint64_t) ru.ru_stime.tv_usec;
         facts = (RunFacts){
                 .wait_status = status,
                 .timed_out = rep.timed_out,
                 /* Nothing inside the run's PID namespace can SIGKILL its PID 1; so a SIGKILL we did not
-                 * send is the kernel's: RLIMIT_CPU, or the OOM killer. Standalone, the cgroup tells
-                 * which; in a scope (gone by now) the CPU time used does. */
+                 * send is the kernel's (RLIMIT_CPU, the OOM killer) or someone's outside the run (an
+                 * operator). RLIMIT_CPU only when the CPU time used reached it; the OOM count, where a
+                 * cgroup shows it, outranks this (result_classify()); else it is a kill from outside. */
                 .cpu_limit_hit = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !rep.timed_out &&
-                                 !rep.output_truncated &&
-                                 (p->cg ? oom == 0 : cpu + 250000 >= p->cpu_limit_usec),
+                                 !rep.output_truncated && cpu + 250000 >= p->cpu_limit_usec,
                 .output_truncated = rep.output_truncated,
                 .oom_kills = oom,
-                .oom_unobservable = !p->cg,
+                .oom_unobservable = !p->cg && !oom_watch.last_ok && oom_watch.kills == 0,
         };
 
         RunOutput out = {
@@ -827,7 +914,8 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
                  rep_creds = rep.child_creds_usec, rep_ack = rep.ack_usec, rep_first = rep.first_output_usec,
                  rep_exit = rep.exit_usec;
         output_report_done(&rep);
-        r = result_format_error(out.result, out.exit_code, out.stderr_text, &out.error);
+        r = result_format_error(out.result, out.exit_code, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+                                out.stderr_text, &out.error);
         if (r < 0) {
                 run_output_done(&out);
                 return fail(reterr, "result", r, NULL);

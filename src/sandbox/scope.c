@@ -67,25 +67,25 @@ static int on_job_removed(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return 0;
 }
 
-static int append_properties(sd_bus_message *m, const char *slice, pid_t pid, const CgroupLimits *limits) {
+static int append_properties(sd_bus_message *m, const char *description, const char *slice, pid_t pid,
+                             const CgroupLimits *limits) {
         int r;
 
         r = sd_bus_message_open_container(m, 'a', "(sv)");
         if (r < 0)
                 return r;
-        r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s",
-                                  "difysandbox run", "Slice", "s", slice, "PIDs", "au", 1, (uint32_t) pid,
-                                  "MemoryMax", "t", limits->memory_max, "MemorySwapMax", "t", (uint64_t) 0,
-                                  "CPUQuotaPerSecUSec", "t", (uint64_t) limits->cpu_quota_percent * 10000ULL,
-                                  "TasksMax", "t", (uint64_t) limits->tasks_max, "CollectMode", "s",
-                                  "inactive-or-failed");
+        r = sd_bus_message_append(
+                m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s", description, "Slice", "s", slice,
+                "PIDs", "au", 1, (uint32_t) pid, "MemoryMax", "t", limits->memory_max, "MemorySwapMax", "t",
+                (uint64_t) 0, "CPUQuotaPerSecUSec", "t", (uint64_t) limits->cpu_quota_percent * 10000ULL,
+                "TasksMax", "t", (uint64_t) limits->tasks_max, "CollectMode", "s", "inactive-or-failed");
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(m);
 }
 
-int scope_start(ScopeManager *m, const char *unit, const char *slice, pid_t pid, const CgroupLimits *limits,
-                uint64_t timeout_usec) {
+int scope_start(ScopeManager *m, const char *unit, const char *description, const char *slice, pid_t pid,
+                const CgroupLimits *limits, uint64_t timeout_usec) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -108,7 +108,7 @@ int scope_start(ScopeManager *m, const char *unit, const char *slice, pid_t pid,
         r = sd_bus_message_append(call, "ss", unit, "fail");
         if (r < 0)
                 return r;
-        r = append_properties(call, slice, pid, limits);
+        r = append_properties(call, description, slice, pid, limits);
         if (r < 0)
                 return r;
         r = sd_bus_message_append(call, "a(sa(sv))", 0); /* no auxiliary units */

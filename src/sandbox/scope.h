@@ -17,7 +17,9 @@ int scope_manager_open(ScopeManager **ret);
 ScopeManager *scope_manager_free(ScopeManager *m);
 
 /* Puts pid into a new scope named unit ("difysandbox-run-<id>.scope") in slice, with limits; returns
- * once systemd reports the job done. On failure the job's result is in the error: -EIO for a job that
- * did not end "done", -ETIMEDOUT after timeout_usec. */
-int scope_start(ScopeManager *m, const char *unit, const char *slice, pid_t pid, const CgroupLimits *limits,
-                uint64_t timeout_usec);
+ * once systemd reports the job done. description names the instance (instance.h) that made it, so that
+ * `systemctl status` tells neighbours' runs apart (the run id in the name is random, so names never
+ * collide). On failure the job's result is in the error: -EIO for a job that did not end "done",
+ * -ETIMEDOUT after timeout_usec. */
+int scope_start(ScopeManager *m, const char *unit, const char *description, const char *slice, pid_t pid,
+                const CgroupLimits *limits, uint64_t timeout_usec);

@@ -32,6 +32,7 @@
 #include "runner/admit.h"
 #include "runner/protocol.h"
 #include "runner/runner.h"
+#include "sandbox/instance.h"
 
 /* Workers alive at once; more connections wait in the listen backlog until one ends. (systemd's socket
  * units default to MaxConnections=64, which Dify's connection pool can exceed.) */
@@ -520,11 +521,47 @@ static void log_serving(const Config *cfg, const char *bound) {
                  cfg->enable_preload ? "yes" : "no");
 }
 
+DEFINE_POINTER_CLEANUP(Instance *, instance_free);
+
+/* Our claim on the UID range (instance.h), before the runner starts: a range that overlaps another live
+ * instance's refuses the start here, with the reason, rather than leave a runner failing its set-up. */
+static int instance_claim(const Config *cfg, Instance **ret) {
+        _cleanup_free_ char *reason = NULL;
+        int r;
+
+        r = instance_register(NULL, cfg->state_dir, cfg->uid_min, cfg->uid_max, ret, &reason);
+        if (r == -EADDRINUSE)
+                return log_error_errno(r, "Refusing to start: %s", reason ? reason : "UID range in use");
+        if (r < 0)
+                return log_error_errno(r, "Cannot register this instance in " INSTANCE_REGISTRY_DIR ": %m");
+        return 0;
+}
+
+/* SIGCHLD, SIGTERM and SIGINT arrive on a signalfd; *old_mask is what to restore on the way out. */
+static int signals_open(sigset_t *old_mask, int *ret_fd) {
+        sigset_t handled;
+        int fd, r;
+
+        if (sigemptyset(&handled) < 0 || sigaddset(&handled, SIGCHLD) < 0 ||
+            sigaddset(&handled, SIGTERM) < 0 || sigaddset(&handled, SIGINT) < 0 ||
+            sigprocmask(SIG_BLOCK, &handled, old_mask) < 0)
+                return log_error_errno(-errno, "Cannot block signals: %m");
+        fd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (fd < 0) {
+                r = log_error_errno(-errno, "Cannot create a signalfd: %m");
+                (void) sigprocmask(SIG_SETMASK, old_mask, NULL);
+                return r;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
 int serve_main(Config *cfg, const char *listen_addr) {
         _cleanup_close_ int listen_fd = -EBADF, signal_fd = -EBADF, handoff_fd = -EBADF;
         _cleanup_(workers_done) Workers workers = { 0 };
+        _cleanup_(instance_freep) Instance *instance = NULL;
         char bound[INET6_ADDRSTRLEN + 8];
-        sigset_t handled, old_mask;
+        sigset_t old_mask;
         ServeFds fds = { .mask = &old_mask };
         bool backoff = false;
         pid_t runner_pid = 0;
@@ -536,20 +573,16 @@ int serve_main(Config *cfg, const char *listen_addr) {
         r = worker_user_resolve(cfg, &fds);
         if (r < 0)
                 return r;
+        r = instance_claim(cfg, &instance);
+        if (r < 0)
+                return r;
         r = listen_open(listen_addr, &listen_fd, bound, sizeof(bound));
         if (r < 0)
                 return r;
 
-        if (sigemptyset(&handled) < 0 || sigaddset(&handled, SIGCHLD) < 0 ||
-            sigaddset(&handled, SIGTERM) < 0 || sigaddset(&handled, SIGINT) < 0 ||
-            sigprocmask(SIG_BLOCK, &handled, &old_mask) < 0)
-                return log_error_errno(-errno, "Cannot block signals: %m");
-        signal_fd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (signal_fd < 0) {
-                r = log_error_errno(-errno, "Cannot create a signalfd: %m");
-                (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        r = signals_open(&old_mask, &signal_fd);
+        if (r < 0)
                 return r;
-        }
         fds.listen_fd = listen_fd;
         fds.signal_fd = signal_fd;
         r = runner_restart(cfg, &fds, &handoff_fd, &runner_pid);

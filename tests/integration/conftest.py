@@ -283,6 +283,12 @@ def cgroup_bases():
     return bases
 
 
+def is_run_cgroup_of(path, uid):
+    """Whether path is the run cgroup of uid: run-<instance>-<uid> (instance: 16 hex digits of a hash of
+    the state_dir, cgroup.h), or run-<uid> as before instances had names."""
+    return re.fullmatch(rf'run-(?:[0-9a-f]{{16}}-)?{uid}', os.path.basename(path)) is not None
+
+
 def run_cgroups():
     """{path: [pids]} of every run-* cgroup under our difysandbox cgroups (and the hierarchy roots')."""
     found = {}
@@ -398,7 +404,7 @@ def leftovers(before, after, uid):
     procs = [d for u, d in after.processes.values() if u == uid]
     if procs:
         problems.append('processes of the run remain: ' + '; '.join(procs))
-    cgroups = {c: pids for c, pids in after.cgroups.items() if os.path.basename(c) == f'run-{uid}'}
+    cgroups = {c: pids for c, pids in after.cgroups.items() if is_run_cgroup_of(c, uid)}
     if cgroups:
         problems.append(f'run cgroups remain (with their processes): {cgroups}')
     if str(uid) in after.locks:

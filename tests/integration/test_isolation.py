@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from conftest import (UID_MAX, UID_MIN, children_of, finish_snippet, pool_processes, run_cgroups,
+from conftest import (UID_MAX, UID_MIN, children_of, finish_snippet, is_run_cgroup_of, pool_processes, run_cgroups,
                       start_snippet, uid_lock_free)
 
 
@@ -339,7 +339,7 @@ def test_sigkill_of_the_runner_leaves_no_cgroup(run):
     uid, run_pid = kill_runner_mid_run('python3')
     try:
         def mine():
-            return [p for p in run_cgroups() if os.path.basename(p) == f'run-{uid}']
+            return [p for p in run_cgroups() if is_run_cgroup_of(p, uid)]
 
         assert wait_for(lambda: not any(run_cgroups().get(p) for p in mine()), 5), \
             f'5 s after SIGKILL of difysandbox run its cgroups still hold processes: {run_cgroups()}'

@@ -17,7 +17,8 @@ RULES = {
     'egress':  ['common'],                                    # the relay process
     'sandbox': ['common', 'egress', 'enter/enter-protocol.h'],  # the isolation chain of one run
     'runner':  ['common', 'runtime', 'sandbox'],              # prepares and runs runs
-    'worker':  ['common', 'runner', 'runtime', 'sandbox/result.h'],  # HTTP API, asks the runner
+    # HTTP API, asks the runner; serve (the runner's standalone host) claims the instance's UID range first
+    'worker':  ['common', 'runner', 'runtime', 'sandbox/instance.h', 'sandbox/result.h'],
     'manager': ['common', 'runtime', 'sandbox/uidpool.h'],    # D-Bus daemon and installer
     'ctl':     ['common', 'runtime'],                         # difysandboxctl, talks D-Bus
     'cli':     ['common', 'runner/admit.h', 'runner/handler.h', 'sandbox/run.h', 'worker'],  # the difysandbox command: `run` takes the runner's path

@@ -145,6 +145,11 @@ static void test_classify_precedence(void **state) {
         f = (RunFacts){ .wait_status = sigsys, .timed_out = true };
         assert_int_equal(result_classify(&f), RUN_RESULT_TIMEOUT);
 
+        /* The cgroup counted an OOM kill, and the CPU time used also reached RLIMIT_CPU (reclaim at
+         * the memory limit burns CPU on a slow machine): the count is evidence, the CPU time is not. */
+        f = (RunFacts){ .wait_status = killed, .cpu_limit_hit = true, .oom_kills = 1 };
+        assert_int_equal(result_classify(&f), RUN_RESULT_MEMORY);
+
         /* A program that exits 0 after the deadline passed still timed out. */
         f = (RunFacts){ .wait_status = status_exited(0), .timed_out = true };
         assert_int_equal(result_classify(&f), RUN_RESULT_TIMEOUT);
@@ -154,58 +159,72 @@ static void test_format_error(void **state) {
         char *s;
 
         s = NULL;
-        assert_int_equal(result_format_error(RUN_RESULT_OK, 0, "", &s), 0);
+        assert_int_equal(result_format_error(RUN_RESULT_OK, 0, 0, "", &s), 0);
         assert_string_equal(s, "");
         free(s);
 
         /* stderr output alone is not an error (DESIGN §1) */
         s = NULL;
-        assert_int_equal(result_format_error(RUN_RESULT_OK, 0, "DeprecationWarning: x\n", &s), 0);
+        assert_int_equal(result_format_error(RUN_RESULT_OK, 0, 0, "DeprecationWarning: x\n", &s), 0);
         assert_string_equal(s, "");
         free(s);
 
         s = NULL;
-        assert_int_equal(result_format_error(RUN_RESULT_ERROR, 3, "boom\n", &s), 0);
+        assert_int_equal(result_format_error(RUN_RESULT_ERROR, 3, 0, "boom\n", &s), 0);
         assert_string_equal(s, "process exited with code 3\nboom\n");
         free(s);
 
         s = NULL;
-        assert_int_equal(result_format_error(RUN_RESULT_TIMEOUT, 137, "", &s), 0);
+        assert_int_equal(result_format_error(RUN_RESULT_TIMEOUT, 137, 0, "", &s), 0);
         assert_string_equal(s, "process exited with code 137\nerror: timeout\n");
         free(s);
 
         s = NULL;
-        assert_int_equal(result_format_error(RUN_RESULT_TIMEOUT, 137, NULL, &s), 0);
+        assert_int_equal(result_format_error(RUN_RESULT_TIMEOUT, 137, 0, NULL, &s), 0);
         assert_string_equal(s, "process exited with code 137\nerror: timeout\n");
         free(s);
 
         s = NULL;
-        assert_int_equal(result_format_error(RUN_RESULT_MEMORY, 137, "", &s), 0);
+        assert_int_equal(result_format_error(RUN_RESULT_MEMORY, 137, 0, "", &s), 0);
         assert_string_equal(s, "process exited with code 137\nerror: memory limit exceeded\n");
         free(s);
 
         s = NULL;
-        assert_int_equal(result_format_error(RUN_RESULT_SECCOMP, 159, "", &s), 0);
+        assert_int_equal(result_format_error(RUN_RESULT_SECCOMP, 159, 0, "", &s), 0);
         assert_string_equal(s, "process exited with code 159\nerror: operation not permitted\n");
         free(s);
 
         s = NULL;
-        assert_int_equal(result_format_error(RUN_RESULT_SECCOMP, 159, "Traceback\n", &s), 0);
+        assert_int_equal(result_format_error(RUN_RESULT_SECCOMP, 159, 0, "Traceback\n", &s), 0);
         assert_string_equal(s, "process exited with code 159\nerror: operation not permitted\nTraceback\n");
         free(s);
 
         s = NULL;
-        assert_int_equal(result_format_error(RUN_RESULT_OUTPUT_TRUNCATED, 137, "", &s), 0);
+        assert_int_equal(result_format_error(RUN_RESULT_OUTPUT_TRUNCATED, 137, 0, "", &s), 0);
         assert_string_equal(s, "process exited with code 137\nerror: output limit exceeded\n");
         free(s);
+}
+
+static void test_format_error_signal(void **state) {
+        _cleanup_free_ char *s = NULL, *t = NULL, *u = NULL;
+
+        /* A SIGKILL from outside the run: what it was, not a timeout. */
+        assert_int_equal(result_format_error(RUN_RESULT_ERROR, 137, SIGKILL, "", &s), 0);
+        assert_string_equal(s, "process exited with code 137\nerror: killed by signal 9\n");
+        /* An exit status that merely looks like one is not a signal. */
+        assert_int_equal(result_format_error(RUN_RESULT_ERROR, 137, 0, "", &t), 0);
+        assert_string_equal(t, "process exited with code 137\n");
+        /* The sandbox's own kills keep their line. */
+        assert_int_equal(result_format_error(RUN_RESULT_TIMEOUT, 137, SIGKILL, "", &u), 0);
+        assert_string_equal(u, "process exited with code 137\nerror: timeout\n");
 }
 
 static void test_format_error_invalid(void **state) {
         char *sentinel = (char *) "untouched", *s = sentinel;
 
-        assert_int_equal(result_format_error(_RUN_RESULT_MAX, 1, "", &s), -EINVAL);
+        assert_int_equal(result_format_error(_RUN_RESULT_MAX, 1, 0, "", &s), -EINVAL);
         assert_ptr_equal(s, sentinel);
-        assert_int_equal(result_format_error(_RUN_RESULT_INVALID, 1, "", &s), -EINVAL);
+        assert_int_equal(result_format_error(_RUN_RESULT_INVALID, 1, 0, "", &s), -EINVAL);
         assert_ptr_equal(s, sentinel);
 }
 
@@ -247,6 +266,7 @@ int main(void) {
                 cmocka_unit_test(test_classify_sandbox_facts),
                 cmocka_unit_test(test_classify_precedence),
                 cmocka_unit_test(test_format_error),
+                cmocka_unit_test(test_format_error_signal),
                 cmocka_unit_test(test_format_error_invalid),
                 cmocka_unit_test(test_result_string_round_trip),
         };

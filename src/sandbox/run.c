@@ -398,9 +398,12 @@ static void pipes_close(Pipes *p) {
                         p->fds[i][j] = safe_close(p->fds[i][j]);
 }
 
-static int pipes_open(Pipes *p) {
+static void pipes_init(Pipes *p) {
         for (int i = 0; i < 7; i++)
                 p->fds[i][0] = p->fds[i][1] = -EBADF;
+}
+
+static int pipes_open(Pipes *p) {
         for (int i = 0; i < 7; i++)
                 if (pipe2(p->fds[i], O_CLOEXEC) < 0)
                         return -errno;
@@ -415,8 +418,11 @@ static int write_filter(int fd, const SeccompProgram *prog) {
 
         while (size > 0) {
                 ssize_t n = write(fd, p, size);
-                if (n < 0)
-                        return errno == EINTR ? 0 : -errno;
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
                 p += n;
                 size -= (size_t) n;
         }
@@ -576,33 +582,11 @@ bool prepared_run_matches(const Sandbox *sb, const PreparedRun *p, const RunRequ
         return current == p->packages.number;
 }
 
-int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFailure *reterr) {
-        const Config *cfg = sb->cfg;
-        _cleanup_(prepared_run_freep) PreparedRun *p = NULL;
-        _cleanup_free_ char *root = NULL;
-        _cleanup_close_ int proxy_parent = -EBADF, proxy_child = -EBADF, packages_fd = -EBADF;
-        PlanStrings strs = { 0 };
-        SeccompProgram *exec_stage = NULL, *final_stage = NULL;
-        Pipes pipes;
-        const Runtime *rt;
-        const char *interpreter;
-        int r;
+/* A run before anything is taken for it: its kind, limits and clock. */
+static int prepared_run_new(const Config *cfg, const RunRequest *req, PreparedRun **ret,
+                            RunFailure *reterr) {
+        PreparedRun *p = calloc(1, sizeof(*p));
 
-        rt = runtime_get(req->language);
-        if (!rt)
-                return fail(reterr, "runtime", -EINVAL, NULL);
-        if (req->network && !cfg->enable_network)
-                return fail(reterr, "network", -EPERM, NULL);
-        interpreter = runtime_interpreter(rt, cfg);
-
-        r = resolve_tree(cfg, rt, interpreter, &root, reterr);
-        if (r < 0)
-                return r;
-        r = sandbox_filters(sb, rt->language, req->network, &exec_stage, &final_stage, reterr);
-        if (r < 0)
-                return r;
-
-        p = calloc(1, sizeof(*p));
         if (!p)
                 return fail(reterr, "init", -ENOMEM, NULL);
         *p = (PreparedRun){
@@ -620,10 +604,17 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 .cpu_limit_usec = (cfg->cpu_time_usec + 999999) / 1000000 * 1000000,
                 .start = now(CLOCK_MONOTONIC),
         };
+        *ret = p;
+        return 0;
+}
 
-        /* Step 5's dependencies: the language's current generation, share-locked for as long as the run
-         * lasts, so that it keeps what it started with while new generations come and old ones are
-         * collected. None yet: the run goes without, as before there were any. */
+/* Step 5's dependencies: the language's current generation, share-locked for as long as the run lasts,
+ * so that it keeps what it started with while new generations come and old ones are collected. None
+ * yet: the run goes without, as before there were any. *ret_fd: the mount to hand to the child. */
+static int take_packages(const Config *cfg, const Runtime *rt, const char *root, PreparedRun *p, int *ret_fd,
+                         RunFailure *reterr) {
+        int r;
+
         if (asprintf(&p->packages_dir, "%s/%s/" PACKAGES_DIR_NAME, cfg->runtime_dir, rt->name) < 0) {
                 p->packages_dir = NULL;
                 return fail(reterr, "init", -ENOMEM, NULL);
@@ -631,81 +622,69 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         r = generation_acquire(p->packages_dir, &p->packages);
         if (r < 0)
                 return fail(reterr, "packages", r, p->packages_dir);
-        if (p->packages.number > 0) {
-                r = check_packages_mount(root, reterr);
-                if (r < 0)
-                        return r;
-                /* Closed once the child has its copy: the mount lives as long as someone holds it. */
-                r = rootfs_open_packages(p->packages.dir_fd, &packages_fd);
-                if (r < 0)
-                        return fail(reterr, "packages", r, p->packages.path);
-        }
+        if (p->packages.number == 0)
+                return 0;
+        r = check_packages_mount(root, reterr);
+        if (r < 0)
+                return r;
+        /* Closed once the child has its copy: the mount lives as long as someone holds it. */
+        r = rootfs_open_packages(p->packages.dir_fd, ret_fd);
+        return r < 0 ? fail(reterr, "packages", r, p->packages.path) : 0;
+}
 
-        /* Step 2: a UID of the pool; it also owns the run's cgroup name. */
+/* Step 2, a UID of the pool, which also names the run's cgroup; step 4 standalone, that cgroup with its
+ * limits, before the child exists; and the run's id. */
+static int take_uid_and_cgroup(Sandbox *sb, PreparedRun *p, const CgroupLimits *limits, RunFailure *reterr) {
+        const Config *cfg = sb->cfg;
+        int r;
+
         r = uidpool_take(cfg->state_dir, cfg->uid_min, cfg->uid_max, &p->lease);
         p->t_uid = now(CLOCK_MONOTONIC);
         if (r < 0)
                 return fail(reterr, "uid", r, cfg->state_dir);
-
-        /* Step 4 (standalone): the run's cgroup with its limits, before the child exists. */
-        CgroupLimits limits = {
-                .memory_max = p->memory_max,
-                .cpu_quota_percent = cfg->cpu_quota_percent,
-                .tasks_max = cfg->tasks_max,
-        };
         if (sb->cgroups) {
-                r = cgroup_run_create(sb->cgroups, p->lease->uid, &limits, &p->cg);
+                r = cgroup_run_create(sb->cgroups, p->lease->uid, limits, &p->cg);
                 if (r < 0)
                         return fail(reterr, "cgroup", r, NULL);
         }
         p->t_cgroup = now(CLOCK_MONOTONIC);
         r = run_id_make(p->id);
-        if (r < 0)
-                return fail(reterr, "init", r, NULL);
+        return r < 0 ? fail(reterr, "init", r, NULL) : 0;
+}
 
-        r = plan_strings_make(cfg, rt, req->network, req->preload, root, interpreter, p->packages.number > 0,
-                              &strs);
-        if (r < 0) {
-                plan_strings_done(&strs);
-                return fail(reterr, "init", r, NULL);
-        }
+/* The interpreter's path, then the language's arguments, NULL-terminated (the strings are borrowed). */
+static char **argv_make(const Runtime *rt, bool network, char *exec_path) {
+        const char *const *tail = network ? rt->network_argv_tail : rt->argv_tail;
+        size_t n = 0;
+        char **argv;
 
-        if (req->network) {
-                int sv[2];
-                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-                        plan_strings_done(&strs);
-                        return fail(reterr, "pipes", -errno, NULL);
-                }
-                proxy_parent = sv[0];
-                proxy_child = sv[1];
-        }
+        while (tail[n])
+                n++;
+        argv = calloc(n + 2, sizeof(char *));
+        if (!argv)
+                return NULL;
+        argv[0] = exec_path;
+        for (size_t i = 0; i < n; i++)
+                argv[i + 1] = (char *) tail[i];
+        return argv;
+}
 
-        r = pipes_open(&pipes);
-        if (r >= 0)
-                r = write_filter(pipes.fds[PIPE_FILTER][1], final_stage);
-        if (r < 0) {
-                pipes_close(&pipes);
-                plan_strings_done(&strs);
-                return fail(reterr, "pipes", r, NULL);
-        }
-        pipes.fds[PIPE_FILTER][1] = safe_close(pipes.fds[PIPE_FILTER][1]);
+/* The child's ends of the pipes, the root, credentials and limits it needs (child.h). */
+static RunPlan plan_make(const Sandbox *sb, const PreparedRun *p, const char *root, const PlanStrings *strs,
+                         const Pipes *pipes, char **argv, SeccompProgram *exec_stage, int packages_fd,
+                         int proxy_sock) {
+        const Config *cfg = sb->cfg;
 
-        char *argv[16] = { strs.exec_path };
-        size_t argc = 1;
-        for (const char *const *a = req->network ? rt->network_argv_tail : rt->argv_tail;
-             *a && argc < ELEMENTSOF(argv) - 1; a++)
-                argv[argc++] = (char *) *a;
-
-        RunPlan plan = {
+        return (RunPlan){
                 .root = root,
-                .root_tmp = strs.root_tmp,
-                .tmp_options = strs.tmp_options,
+                .root_tmp = strs->root_tmp,
+                .tmp_options = strs->tmp_options,
                 .dev_sources = { dev_nodes[0], dev_nodes[1], dev_nodes[2] },
-                .dev_targets = { strs.dev_targets[0], strs.dev_targets[1], strs.dev_targets[2] },
-                .support_source = strs.support_source,
-                .support_target = strs.support_target,
+                .dev_targets = { strs->dev_targets[0], strs->dev_targets[1], strs->dev_targets[2] },
+                .support_source = strs->support_source,
+                .support_target = strs->support_target,
                 .packages_fd = packages_fd,
-                .packages_target = strs.packages_target,
+                .packages_target = strs->packages_target,
                 .uid = p->lease->uid,
                 .gid = p->lease->uid,
                 .no_caps = sb->no_caps,
@@ -714,72 +693,145 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
                 .tasks = cfg->tasks_max,
                 .file_size = cfg->tmp_size,
                 .exec_stage = exec_stage,
-                .exec_path = strs.exec_path,
+                .exec_path = strs->exec_path,
                 .argv = argv,
-                .envp = strs.envp,
-                .sync_fd = pipes.fds[PIPE_SYNC][0],
-                .status_fd = pipes.fds[PIPE_STATUS][1],
-                .code_fd = pipes.fds[PIPE_CODE][0],
-                .filter_fd = pipes.fds[PIPE_FILTER][0],
-                .ack_fd = pipes.fds[PIPE_ACK][1],
-                .stdout_fd = pipes.fds[PIPE_STDOUT][1],
-                .stderr_fd = pipes.fds[PIPE_STDERR][1],
-                .proxy_sock = proxy_child,
+                .envp = strs->envp,
+                .sync_fd = pipes->fds[PIPE_SYNC][0],
+                .status_fd = pipes->fds[PIPE_STATUS][1],
+                .code_fd = pipes->fds[PIPE_CODE][0],
+                .filter_fd = pipes->fds[PIPE_FILTER][0],
+                .ack_fd = pipes->fds[PIPE_ACK][1],
+                .stdout_fd = pipes->fds[PIPE_STDOUT][1],
+                .stderr_fd = pipes->fds[PIPE_STDERR][1],
+                .proxy_sock = proxy_sock,
         };
+}
 
-        /* Step 3: the child, in fresh namespaces. Every run gets its own network namespace: empty, or
-         * with network only the egress proxy. */
+/* Step 3: the child, in fresh namespaces (born in its cgroup when it can be, clone_child()). Every run
+ * gets its own network namespace: empty, or with network only the egress proxy. The parent keeps its
+ * own ends of the pipes, in p; the child's ends are closed. */
+static int spawn(Sandbox *sb, PreparedRun *p, const RunPlan *plan, Pipes *pipes, bool *ret_born_in_cgroup,
+                 RunFailure *reterr) {
         unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET;
         _cleanup_close_ int cgroup_fd = p->cg && sb->clone_into_cgroup ? cgroup_run_open(p->cg) : -EBADF;
-        bool born_in_cgroup;
+
         p->t_clone = now(CLOCK_MONOTONIC);
-        p->pid = clone_child(flags, cgroup_fd, &born_in_cgroup);
+        p->pid = clone_child(flags, cgroup_fd, ret_born_in_cgroup);
         if (p->pid < 0) {
-                r = -errno;
+                int r = -errno;
                 p->pid = 0;
-                pipes_close(&pipes);
-                plan_strings_done(&strs);
                 return fail(reterr, "spawn", r, NULL);
         }
         if (p->pid == 0)
-                child_run(&plan); /* never returns */
+                child_run(plan); /* never returns */
 
-        /* Parent: keep our ends only. */
-        pipes.fds[PIPE_SYNC][0] = safe_close(pipes.fds[PIPE_SYNC][0]);
-        pipes.fds[PIPE_STATUS][1] = safe_close(pipes.fds[PIPE_STATUS][1]);
-        pipes.fds[PIPE_CODE][0] = safe_close(pipes.fds[PIPE_CODE][0]);
-        pipes.fds[PIPE_FILTER][0] = safe_close(pipes.fds[PIPE_FILTER][0]);
-        pipes.fds[PIPE_ACK][1] = safe_close(pipes.fds[PIPE_ACK][1]);
-        pipes.fds[PIPE_STDOUT][1] = safe_close(pipes.fds[PIPE_STDOUT][1]);
-        pipes.fds[PIPE_STDERR][1] = safe_close(pipes.fds[PIPE_STDERR][1]);
-        proxy_child = safe_close(proxy_child);
-        packages_fd = safe_close(packages_fd); /* the child has its own copy */
-        plan_strings_done(&strs);
-        p->code_fd = TAKE_FD(pipes.fds[PIPE_CODE][1]);
-        p->status_fd = TAKE_FD(pipes.fds[PIPE_STATUS][0]);
-        p->ack_fd = TAKE_FD(pipes.fds[PIPE_ACK][0]);
-        p->stdout_fd = TAKE_FD(pipes.fds[PIPE_STDOUT][0]);
-        p->stderr_fd = TAKE_FD(pipes.fds[PIPE_STDERR][0]);
+        pipes->fds[PIPE_SYNC][0] = safe_close(pipes->fds[PIPE_SYNC][0]);
+        pipes->fds[PIPE_STATUS][1] = safe_close(pipes->fds[PIPE_STATUS][1]);
+        pipes->fds[PIPE_CODE][0] = safe_close(pipes->fds[PIPE_CODE][0]);
+        pipes->fds[PIPE_FILTER][0] = safe_close(pipes->fds[PIPE_FILTER][0]);
+        pipes->fds[PIPE_ACK][1] = safe_close(pipes->fds[PIPE_ACK][1]);
+        pipes->fds[PIPE_STDOUT][1] = safe_close(pipes->fds[PIPE_STDOUT][1]);
+        pipes->fds[PIPE_STDERR][1] = safe_close(pipes->fds[PIPE_STDERR][1]);
+        p->code_fd = TAKE_FD(pipes->fds[PIPE_CODE][1]);
+        p->status_fd = TAKE_FD(pipes->fds[PIPE_STATUS][0]);
+        p->ack_fd = TAKE_FD(pipes->fds[PIPE_ACK][0]);
+        p->stdout_fd = TAKE_FD(pipes->fds[PIPE_STDOUT][0]);
+        p->stderr_fd = TAKE_FD(pipes->fds[PIPE_STDERR][0]);
 
         p->pidfd = (int) syscall(SYS_pidfd_open, p->pid, 0);
-        if (p->pidfd < 0)
-                r = fail(reterr, "spawn", -errno, NULL);
-        else {
-                /* Step 4: into the scope or cgroup, then let the child go on, up to reading its code. */
-                p->t_spawned = now(CLOCK_MONOTONIC);
-                r = born_in_cgroup ? 0 : attach(sb, p->cg, p->id, p->pid, &limits, reterr);
-                if (r >= 0 && !p->cg) /* best effort: without it the cause of a SIGKILL is inferred */
-                        p->oom_fd = open_scope_oom_counter(p->pid, p->id);
-                if (r >= 0 && write(pipes.fds[PIPE_SYNC][1], "1", 1) != 1)
-                        r = sync_failed(p->status_fd, -errno, reterr);
-                if (r >= 0 && req->network)
-                        r = start_egress(cfg, proxy_parent, p->id, &p->relay, reterr);
+        return p->pidfd < 0 ? fail(reterr, "spawn", -errno, NULL) : 0;
+}
+
+/* Step 4: into the scope or cgroup (unless born there), then the child goes on, up to reading its code;
+ * with network, the relay on the listener it hands over. */
+static int release(Sandbox *sb, PreparedRun *p, bool born_in_cgroup, const CgroupLimits *limits, int sync_fd,
+                   int proxy_parent, RunFailure *reterr) {
+        int r;
+
+        p->t_spawned = now(CLOCK_MONOTONIC);
+        r = born_in_cgroup ? 0 : attach(sb, p->cg, p->id, p->pid, limits, reterr);
+        if (r < 0)
+                return r;
+        if (!p->cg) /* best effort: without it the cause of a SIGKILL is inferred */
+                p->oom_fd = open_scope_oom_counter(p->pid, p->id);
+        if (write(sync_fd, "1", 1) != 1)
+                return sync_failed(p->status_fd, -errno, reterr);
+        if (p->network) {
+                r = start_egress(sb->cfg, proxy_parent, p->id, &p->relay, reterr);
+                if (r < 0)
+                        return r;
         }
-        pipes_close(&pipes); /* what is left: the sync pipe's write end */
+        p->t_released = now(CLOCK_MONOTONIC);
+        return 0;
+}
+
+int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFailure *reterr) {
+        const Config *cfg = sb->cfg;
+        _cleanup_(prepared_run_freep) PreparedRun *p = NULL;
+        _cleanup_free_ char *root = NULL;
+        _cleanup_free_ char **argv = NULL;
+        _cleanup_close_ int proxy_parent = -EBADF, proxy_child = -EBADF, packages_fd = -EBADF;
+        _cleanup_(plan_strings_done) PlanStrings strs = { 0 };
+        _cleanup_(pipes_close) Pipes pipes;
+        SeccompProgram *exec_stage = NULL, *final_stage = NULL;
+        bool born_in_cgroup = false;
+        int r;
+
+        pipes_init(&pipes);
+        const Runtime *rt = runtime_get(req->language);
+        if (!rt)
+                return fail(reterr, "runtime", -EINVAL, NULL);
+        if (req->network && !cfg->enable_network)
+                return fail(reterr, "network", -EPERM, NULL);
+        const char *interpreter = runtime_interpreter(rt, cfg);
+
+        r = resolve_tree(cfg, rt, interpreter, &root, reterr);
+        if (r >= 0)
+                r = sandbox_filters(sb, rt->language, req->network, &exec_stage, &final_stage, reterr);
+        if (r >= 0)
+                r = prepared_run_new(cfg, req, &p, reterr);
+        if (r >= 0)
+                r = take_packages(cfg, rt, root, p, &packages_fd, reterr);
+        if (r < 0)
+                return r;
+        CgroupLimits limits = {
+                .memory_max = p->memory_max,
+                .cpu_quota_percent = cfg->cpu_quota_percent,
+                .tasks_max = cfg->tasks_max,
+        };
+        r = take_uid_and_cgroup(sb, p, &limits, reterr);
+        if (r < 0)
+                return r;
+
+        r = plan_strings_make(cfg, rt, req->network, req->preload, root, interpreter, p->packages.number > 0,
+                              &strs);
+        argv = r >= 0 ? argv_make(rt, req->network, strs.exec_path) : NULL;
+        if (r >= 0 && !argv)
+                r = -ENOMEM;
+        if (r < 0)
+                return fail(reterr, "init", r, NULL);
+        if (req->network) {
+                int sv[2];
+                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                        return fail(reterr, "pipes", -errno, NULL);
+                proxy_parent = sv[0];
+                proxy_child = sv[1];
+        }
+        r = pipes_open(&pipes);
+        if (r >= 0)
+                r = write_filter(pipes.fds[PIPE_FILTER][1], final_stage);
+        if (r < 0)
+                return fail(reterr, "pipes", r, NULL);
+        pipes.fds[PIPE_FILTER][1] = safe_close(pipes.fds[PIPE_FILTER][1]);
+
+        RunPlan plan = plan_make(sb, p, root, &strs, &pipes, argv, exec_stage, packages_fd, proxy_child);
+        r = spawn(sb, p, &plan, &pipes, &born_in_cgroup, reterr);
+        proxy_child = safe_close(proxy_child);
+        packages_fd = safe_close(packages_fd); /* the child has its own copy */
+        if (r >= 0)
+                r = release(sb, p, born_in_cgroup, &limits, pipes.fds[PIPE_SYNC][1], proxy_parent, reterr);
         if (r < 0)
                 return r; /* prepared_run_free() kills the child: nothing of the user's ran yet */
-        p->t_released = now(CLOCK_MONOTONIC);
-
         *ret = TAKE_PTR(p);
         return 0;
 }

@@ -105,10 +105,12 @@ def run_process_of(runner_pid):
     return None
 
 
-def test_uid_pool_gives_distinct_uids_to_20_concurrent_runs():
+def test_uid_pool_gives_distinct_uids_to_20_concurrent_runs(monkeypatch):
     """The 20 runs are seen alive at the same instant, each waiting for the test's signal, before any
     may end: concurrency is established, not hoped for (this test once failed on a loaded machine when
-    sleeping runs did not overlap)."""
+    sleeping runs did not overlap). `difysandbox run` takes admission like any run, so max_workers
+    lets 20 run at once."""
+    monkeypatch.setenv('MAX_WORKERS', '20')
     procs = [start_snippet(WAIT_FOR_GO, options=('--timeout', '120')) for _ in range(20)]
     waiting = {}
     try:

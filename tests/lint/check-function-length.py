@@ -24,7 +24,6 @@ LONGER = {
     'manager/installer-tool.c:run_tool': 87,
     'manager/job.c:start_unit': 111,
     'manager/manager-main.c:main': 97,
-    'sandbox/run.c:sandbox_prepare': 202,
 }
 
 

@@ -30,6 +30,7 @@ static void help(void) {
                "                       [--timeout SEC] [--memory BYTES] [--timing] [FILE|-]\n"
                "       difysandbox [--config FILE] serve --listen HOST:PORT\n"
                "       difysandbox check-config [--show-secrets] [FILE]\n"
+               "       difysandbox --version\n"
                "\n"
                "run           run one Python 3 or Node.js snippet in the sandbox, print one JSON object\n"
                "serve         serve the HTTP API on HOST:PORT, one worker process per connection\n"
@@ -165,6 +166,12 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 log_error("Unexpected argument '%s'", argv[optind]);
                 return -EINVAL;
         }
+        if (geteuid() != 0) {
+                /* Said before any step fails with a bare EPERM that names the step, not the cause. */
+                log_error("difysandbox run must run as root: it creates namespaces and cgroups and runs the "
+                          "code under a UID of its pool (try sudo)");
+                return -EPERM;
+        }
 
         if (strcmp(file, "-") == 0)
                 fd = dup(STDIN_FILENO);
@@ -288,6 +295,10 @@ int main(int argc, char **argv) {
         if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
                 help();
                 return argc < 2 ? EXIT_FAILURE : EXIT_SUCCESS;
+        }
+        if (strcmp(argv[1], "--version") == 0) {
+                printf("difysandbox %s\n", VERSION);
+                return EXIT_SUCCESS;
         }
 
         const char *config_file = NULL;

@@ -1,6 +1,8 @@
 #pragma once
 /* log: the one place that writes log records. Sends structured records to journald (MESSAGE=, PRIORITY=,
- * ERRNO=, CODE_*=) and falls back to "<N>message" on stderr where there is no journal socket. The log
+ * ERRNO=, CODE_*=) when stderr is the journal stream (JOURNAL_STREAM names its device and inode), and
+ * otherwise writes the plain message to stderr ("<N>message" only if stderr is a journal stream without a
+ * journal socket to talk to). The log
  * target and the maximum level are the only global state of the project (STYLE.md). */
 
 #include <stdbool.h>
@@ -10,6 +12,8 @@
 
 void log_set_max_level(int level);
 void log_set_target_stderr(bool stderr_only);
+/* Whether records go to journald (stderr is the journal stream and its socket exists). */
+bool log_use_journal(void);
 
 /* Logs at level; %m prints strerror(-error). Returns error (negative errno) so callers can write
  * `return log_error_errno(r, "...: %m");`. error 0 logs without an ERRNO= field. */

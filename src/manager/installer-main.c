@@ -4,11 +4,13 @@
  * API key and is not readable by this user).
  *
  *   difysandbox-installer --language python3|nodejs --packages-dir DIR [--requirements FILE]
- *           [--index-url URL] [--registry URL] [--python PATH] [--npm PATH] [--] [PACKAGE...]
+ *           [--index-url URL] [--registry URL] [--python PATH] [--npm PATH] [--remove] [--] [PACKAGE...]
+ *   difysandbox-installer --version
  *
  * The new generation's packages are the requirement file's, then those an operator added earlier with
  * InstallDependencies (the current generation's extra-packages.txt), then the PACKAGE arguments; a later
- * one replaces an earlier one of the same name. An empty set makes an empty generation.
+ * one replaces an earlier one of the same name. With --remove (RemoveDependencies) the PACKAGE arguments
+ * are names taken out of those added earlier instead. An empty set makes an empty generation.
  *
  * Protocol on stdout, one line at a time, for the manager:
  *   progress <0-100> <text>   an estimate, never decreasing
@@ -101,7 +103,9 @@ static void help(void) {
                "  --registry URL           nodejs: npm's registry\n"
                "  --python PATH            the interpreter that runs pip (" DEFAULT_PYTHON ")\n"
                "  --npm PATH               npm (" DEFAULT_NPM ")\n"
-               "  -h --help                show this help\n",
+               "  --remove                 take the PACKAGE names out of those added earlier\n"
+               "  -h --help                show this help\n"
+               "     --version             show the version\n",
                program_invocation_short_name);
 }
 
@@ -120,7 +124,7 @@ static bool url_is_valid(const char *url) {
         return true;
 }
 
-/* Returns 1 to go on, 0 after --help, or a negative errno with *reterr. */
+/* Returns 1 to go on, 0 after --help or --version, or a negative errno with *reterr. */
 static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
         enum {
                 ARG_LANGUAGE = 0x100,
@@ -129,7 +133,9 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
                 ARG_INDEX_URL,
                 ARG_REGISTRY,
                 ARG_PYTHON,
-                ARG_NPM
+                ARG_NPM,
+                ARG_REMOVE,
+                ARG_VERSION
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -140,6 +146,8 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
                 { "registry", required_argument, NULL, ARG_REGISTRY },
                 { "python", required_argument, NULL, ARG_PYTHON },
                 { "npm", required_argument, NULL, ARG_NPM },
+                { "remove", no_argument, NULL, ARG_REMOVE },
+                { "version", no_argument, NULL, ARG_VERSION },
                 {},
         };
         int c;
@@ -176,6 +184,12 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
                 case ARG_NPM:
                         inst->npm = optarg;
                         break;
+                case ARG_REMOVE:
+                        inst->remove = true;
+                        break;
+                case ARG_VERSION:
+                        printf("difysandbox-installer %s\n", VERSION);
+                        return 0;
                 case '?':
                         return failf(reterr, -EINVAL, "option '%s' is unknown or lacks its argument",
                                      argv[optind - 1]);
@@ -204,6 +218,8 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
 
         inst->packages = argv + optind;
         inst->n_packages = (size_t) (argc - optind);
+        if (inst->remove && inst->n_packages == 0)
+                return failf(reterr, -EINVAL, "--remove needs at least one PACKAGE name");
         return 1;
 }
 
@@ -229,6 +245,22 @@ static int make_dir_in(const Installer *inst, const char *name, mode_t mode, cha
         return 0;
 }
 
+/* npm is a package of its own on Debian, and often missing where node is installed: say so and how to
+ * get it, rather than pass on exec's bare "No such file or directory". */
+static int check_tool(const Installer *inst, char **reterr) {
+        const char *tool = inst->language == LANGUAGE_NODEJS ? inst->npm : inst->python;
+
+        if (access(tool, X_OK) >= 0)
+                return 0;
+        if (inst->language == LANGUAGE_NODEJS)
+                return failf(
+                        reterr, -errno,
+                        "npm is not installed (%s: %m): install it (apt install npm), or set nodejs_path "
+                        "to a node with npm beside it",
+                        tool);
+        return failf(reterr, -errno, "cannot run %s: %m: set python_path to an installed python3", tool);
+}
+
 static int installer_run(Installer *inst, uint64_t *ret_number, char **reterr) {
         _cleanup_(requirement_set_done) RequirementSet all = { 0 }, extra = { 0 };
         const char *tool = inst->language == LANGUAGE_PYTHON3 ? "pip" : "npm";
@@ -240,7 +272,8 @@ static int installer_run(Installer *inst, uint64_t *ret_number, char **reterr) {
         for (size_t i = 0; i < inst->n_packages; i++) {
                 _cleanup_free_ char *err = NULL;
 
-                r = requirement_check(inst->language, inst->packages[i], &err);
+                r = inst->remove ? requirement_name_parse(inst->language, inst->packages[i], NULL, &err)
+                                 : requirement_check(inst->language, inst->packages[i], &err);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
@@ -289,10 +322,16 @@ static int installer_run(Installer *inst, uint64_t *ret_number, char **reterr) {
                                 return r;
                 }
         } else {
+                if (inst->remove)
+                        printf("removing %zu package%s: reinstalling the other %zu with %s\n",
+                               inst->n_packages, inst->n_packages == 1 ? "" : "s", all.n, tool);
                 printf("installing %zu package%s with %s into generation %" PRIu64 "\n", all.n,
                        all.n == 1 ? "" : "s", tool, number);
                 for (size_t i = 0; i < all.n; i++)
                         printf("package %s\n", all.items[i].text);
+                r = check_tool(inst, reterr);
+                if (r < 0)
+                        return r;
                 r = make_dir_in(inst, HOME_DIR, 0700, reterr);
                 if (r < 0)
                         return r;

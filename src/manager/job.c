@@ -1,9 +1,10 @@
 /* job: dependency jobs (DESIGN §4). A job is difysandbox-installer running in a transient service as
- * the unprivileged user difysandbox-deps, sandboxed by systemd, with its stdout and stderr on a pipe
- * the manager reads: "progress N text" lines move Progress, "generation N" says it succeeded, every
- * other line goes to Log. The pipe's end (the installer exited, and systemd dropped the unit) ends the
- * job: the manager sends JobRemoved and removes the object. The installer switches the generation in
- * itself, atomically, so a manager that dies meanwhile loses only the job object, never a generation. */
+ * the unprivileged user difysandbox-deps, sandboxed by systemd, with its stdout on a pipe the manager
+ * reads and its stderr, its own log and pip's or npm's output, in the unit's journal. On the pipe: "progress
+ * N text" lines move Progress, "generation N" says it succeeded, every other line goes to Log. The pipe's
+ * end (the installer exited, and systemd dropped the unit) ends the job: the manager sends JobRemoved and
+ * removes the object. The installer switches the generation in itself, atomically, so a manager that dies
+ * meanwhile loses only the job object, never a generation. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,12 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <systemd/sd-journal.h>
 
 #include "common/cleanup.h"
+#include "common/config-file.h"
+#include "common/fileio.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "manager.h"
 #include "requirements.h"
 #include "runtime/runtime.h"
@@ -36,7 +41,7 @@ struct Job {
         char path[sizeof(JOB_PATH_PREFIX) + 16];
         char unit[96];
         char language[16];
-        const char *kind; /* "install", "refresh" */
+        const char *kind; /* "install", "refresh", "remove" */
         const char *state;
         double progress;
         char *log;
@@ -201,8 +206,8 @@ static int append_strv(sd_bus_message *m, char **v) {
 
 /* The installer's command line: everything it needs comes from here, never from the configuration
  * file, which holds the API key and is not the installer user's to read. */
-static int installer_argv(const Config *cfg, const char *language, const char *packages_dir, char **packages,
-                          char ***ret) {
+static int installer_argv(const Config *cfg, const char *language, const char *packages_dir, bool remove,
+                          char **packages, char ***ret) {
         size_t n = 0, cap = 16;
         char **argv;
 
@@ -246,6 +251,8 @@ static int installer_argv(const Config *cfg, const char *language, const char *p
                         ADD(cfg->npm_registry);
                 }
         }
+        if (remove)
+                ADD("--remove");
         ADD("--");
         for (char **p = packages; p && *p; p++)
                 ADD(*p);
@@ -316,12 +323,12 @@ static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd,
                 "Description", "s", description, "Type", "s", "exec", "Slice", "s", "difysandbox.slice",
                 "User", "s", INSTALLER_USER, "Group", "s", INSTALLER_USER, "WorkingDirectory", "s",
                 packages_dir, "StandardInput", "s", "null", "StandardOutputFileDescriptor", "h", out_fd,
-                "StandardErrorFileDescriptor", "h", out_fd, "CollectMode", "s", "inactive-or-failed",
-                "RuntimeMaxUSec", "t", JOB_RUNTIME_MAX_USEC, "MemoryMax", "t", JOB_MEMORY_MAX, "UMask", "u",
-                (uint32_t) 0022, "NoNewPrivileges", "b", 1, "CapabilityBoundingSet", "t", UINT64_C(0),
-                "ProtectSystem", "s", "strict", "ProtectHome", "s", "yes", "PrivateTmp", "b", 1,
-                "PrivateDevices", "b", 1, "ProtectKernelTunables", "b", 1, "ProtectKernelModules", "b", 1,
-                "ProtectControlGroups", "b", 1);
+                "StandardError", "s", "journal", "CollectMode", "s", "inactive-or-failed", "RuntimeMaxUSec",
+                "t", JOB_RUNTIME_MAX_USEC, "MemoryMax", "t", JOB_MEMORY_MAX, "UMask", "u", (uint32_t) 0022,
+                "NoNewPrivileges", "b", 1, "CapabilityBoundingSet", "t", UINT64_C(0), "ProtectSystem", "s",
+                "strict", "ProtectHome", "s", "yes", "PrivateTmp", "b", 1, "PrivateDevices", "b", 1,
+                "ProtectKernelTunables", "b", 1, "ProtectKernelModules", "b", 1, "ProtectControlGroups", "b",
+                1);
         if (r < 0)
                 return r;
         r = sd_bus_message_append(call, "(sv)(sv)(sv)(sv)(sv)", "RestrictSUIDSGID", "b", 1,
@@ -381,6 +388,55 @@ static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd,
         return sd_bus_call(bus, call, 0, reterr, &reply);
 }
 
+/* The last job ID handed out, kept where the next manager of this boot finds it, so that a restarted
+ * manager never hands out an ID that journal records (DIFYSANDBOX_JOB=) already name. */
+#define JOB_ID_FILE CONFIG_FILE_PUBLISHED_DIR "/last-job-id"
+
+static int job_id_save(uint32_t id) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF;
+
+        if (mkdir(CONFIG_FILE_PUBLISHED_DIR, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        if (asprintf(&tmp, "%s.%d.tmp", JOB_ID_FILE, (int) getpid()) < 0)
+                return -ENOMEM;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        if (dprintf(fd, "%" PRIu32 "\n", id) < 0 || fsync(fd) < 0 || rename(tmp, JOB_ID_FILE) < 0) {
+                int r = -errno;
+                (void) unlink(tmp);
+                return r;
+        }
+        return 0;
+}
+
+/* The next job ID: one past the last of this manager, or of the managers before it in this boot. */
+static uint32_t job_id_next(Manager *m) {
+        int r;
+
+        if (m->next_job_id == 0) {
+                _cleanup_free_ char *text = NULL;
+                uint32_t last = 0;
+
+                r = read_full_file(JOB_ID_FILE, 64, &text, NULL);
+                if (r >= 0) {
+                        text[strcspn(text, "\n")] = '\0';
+                        r = parse_uint32(text, &last);
+                }
+                if (r < 0 && r != -ENOENT)
+                        log_warning_errno(r, "Cannot read the last job ID from %s, counting from 1: %m",
+                                          JOB_ID_FILE);
+                m->next_job_id = last;
+        }
+        if (++m->next_job_id == 0) /* after 2^32 - 1 jobs */
+                m->next_job_id = 1;
+        r = job_id_save(m->next_job_id);
+        if (r < 0) /* this manager still counts on; only one that restarts might repeat an ID */
+                log_warning_errno(r, "Cannot save the last job ID in %s, ignoring: %m", JOB_ID_FILE);
+        return m->next_job_id;
+}
+
 static Job *job_find_language(Manager *m, const char *language) {
         for (Job *j = m->jobs; j; j = j->next)
                 if (streq(j->language, language))
@@ -402,7 +458,9 @@ int job_start(Manager *m, const char *language, const char *kind, char **package
         for (char **p = packages; p && *p; p++) {
                 _cleanup_free_ char *why = NULL;
 
-                r = requirement_check(language_from_string(language), *p, &why);
+                r = streq(kind, "remove")
+                            ? requirement_name_parse(language_from_string(language), *p, NULL, &why)
+                            : requirement_check(language_from_string(language), *p, &why);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
@@ -417,7 +475,7 @@ int job_start(Manager *m, const char *language, const char *kind, char **package
 
         if (asprintf(&packages_dir, "%s/%s/packages", m->cfg.runtime_dir, language) < 0)
                 return -ENOMEM;
-        r = installer_argv(&m->cfg, language, packages_dir, packages, &argv);
+        r = installer_argv(&m->cfg, language, packages_dir, streq(kind, "remove"), packages, &argv);
         if (r < 0)
                 return r;
         if (pipe2(fds, O_CLOEXEC) < 0)
@@ -432,7 +490,7 @@ int job_start(Manager *m, const char *language, const char *kind, char **package
                 return -ENOMEM;
         j->manager = m;
         j->pipe_fd = -EBADF;
-        j->id = ++m->next_job_id;
+        j->id = job_id_next(m);
         j->kind = kind;
         j->state = "running";
         j->started_usec = now_monotonic_usec();

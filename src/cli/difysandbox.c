@@ -166,12 +166,6 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 log_error("Unexpected argument '%s'", argv[optind]);
                 return -EINVAL;
         }
-        if (geteuid() != 0) {
-                /* Said before any step fails with a bare EPERM that names the step, not the cause. */
-                log_error("difysandbox run must run as root: it creates namespaces and cgroups and runs the "
-                          "code under a UID of its pool (try sudo)");
-                return -EPERM;
-        }
 
         if (strcmp(file, "-") == 0)
                 fd = dup(STDIN_FILENO);
@@ -285,6 +279,13 @@ static int verb_serve(Config *cfg, int argc, char **argv) {
         return serve_main(cfg, listen_addr);
 }
 
+static bool wants_help(int argc, char **argv) {
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+                        return true;
+        return false;
+}
+
 int main(int argc, char **argv) {
         Config cfg;
         int r;
@@ -314,6 +315,14 @@ int main(int argc, char **argv) {
 
         if (strcmp(argv[1], "check-config") == 0)
                 return verb_check_config(argc - 1, argv + 1) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+
+        if (strcmp(argv[1], "run") == 0 && geteuid() != 0 && !wants_help(argc - 1, argv + 1)) {
+                /* Said first: otherwise the configuration (root's to read) or a step of the sandbox
+                 * fails with a bare EPERM that names a symptom, not the cause. */
+                log_error("difysandbox run must run as root: it creates namespaces and cgroups and runs the "
+                          "code under a UID of its pool (try sudo)");
+                return EXIT_FAILURE;
+        }
 
         r = config_setup(&cfg, config_file);
         if (r < 0)

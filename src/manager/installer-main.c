@@ -261,9 +261,45 @@ static int check_tool(const Installer *inst, char **reterr) {
         return failf(reterr, -errno, "cannot run %s: %m: set python_path to an installed python3", tool);
 }
 
+/* pip or npm on the whole package set, in the generation being built, and then its scratch space gone. */
+static int install_all(Installer *inst, const RequirementSet *all, char **reterr) {
+        const char *tool = inst->language == LANGUAGE_PYTHON3 ? "pip" : "npm";
+        static const char *const scratch[] = { HOME_DIR, TMP_DIR, NPM_CACHE_DIR };
+        int r;
+
+        if (inst->remove)
+                printf("removing %zu package%s: reinstalling the other %zu with %s\n", inst->n_packages,
+                       inst->n_packages == 1 ? "" : "s", all->n, tool);
+        printf("installing %zu package%s with %s into generation %" PRIu64 "\n", all->n,
+               all->n == 1 ? "" : "s", tool, inst->number);
+        for (size_t i = 0; i < all->n; i++)
+                printf("package %s\n", all->items[i].text);
+        r = check_tool(inst, reterr);
+        if (r < 0)
+                return r;
+        r = make_dir_in(inst, HOME_DIR, 0700, reterr);
+        if (r < 0)
+                return r;
+        r = make_dir_in(inst, TMP_DIR, 0700, reterr);
+        if (r < 0)
+                return r;
+        report_progress(inst, 5, "installing %zu package%s with %s", all->n, all->n == 1 ? "" : "s", tool);
+        r = installer_install(inst, all, reterr);
+        if (r < 0)
+                return failf(reterr, r, "cannot run %s: %m", tool);
+        r = check_signal(inst, reterr);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(scratch); i++) {
+                r = generation_remove_entry(inst->packages_dir, inst->number, scratch[i]);
+                if (r < 0)
+                        return failf(reterr, r, "cannot remove %s/%s: %m", inst->gen_path, scratch[i]);
+        }
+        return 0;
+}
+
 static int installer_run(Installer *inst, uint64_t *ret_number, char **reterr) {
         _cleanup_(requirement_set_done) RequirementSet all = { 0 }, extra = { 0 };
-        const char *tool = inst->language == LANGUAGE_PYTHON3 ? "pip" : "npm";
         uint64_t number;
         sigset_t mask;
         int r;
@@ -322,37 +358,9 @@ static int installer_run(Installer *inst, uint64_t *ret_number, char **reterr) {
                                 return r;
                 }
         } else {
-                if (inst->remove)
-                        printf("removing %zu package%s: reinstalling the other %zu with %s\n",
-                               inst->n_packages, inst->n_packages == 1 ? "" : "s", all.n, tool);
-                printf("installing %zu package%s with %s into generation %" PRIu64 "\n", all.n,
-                       all.n == 1 ? "" : "s", tool, number);
-                for (size_t i = 0; i < all.n; i++)
-                        printf("package %s\n", all.items[i].text);
-                r = check_tool(inst, reterr);
+                r = install_all(inst, &all, reterr);
                 if (r < 0)
                         return r;
-                r = make_dir_in(inst, HOME_DIR, 0700, reterr);
-                if (r < 0)
-                        return r;
-                r = make_dir_in(inst, TMP_DIR, 0700, reterr);
-                if (r < 0)
-                        return r;
-                report_progress(inst, 5, "installing %zu package%s with %s", all.n, all.n == 1 ? "" : "s",
-                                tool);
-                r = installer_install(inst, &all, reterr);
-                if (r < 0)
-                        return failf(reterr, r, "cannot run %s: %m", tool);
-                r = check_signal(inst, reterr);
-                if (r < 0)
-                        return r;
-                static const char *const scratch[] = { HOME_DIR, TMP_DIR, NPM_CACHE_DIR };
-                for (size_t i = 0; i < ELEMENTSOF(scratch); i++) {
-                        r = generation_remove_entry(inst->packages_dir, number, scratch[i]);
-                        if (r < 0)
-                                return failf(reterr, r, "cannot remove %s/%s: %m", inst->gen_path,
-                                             scratch[i]);
-                }
         }
 
         report_progress(inst, 95, "switching to generation %" PRIu64, number);

@@ -28,6 +28,13 @@ void log_set_target_stderr(bool stderr_only) {
         target = stderr_only ? 1 : -1;
 }
 
+void log_set_target_journal(void) {
+        struct stat st;
+
+        if (stat("/run/systemd/journal/socket", &st) == 0)
+                target = 0;
+}
+
 /* Whether stderr is the journal stream systemd gave us: JOURNAL_STREAM holds its "DEV:INODE", as
  * systemd's own log target logic checks (a child that inherited the variable but not the stream, say a
  * shell started from a service, must not believe it). */

@@ -387,6 +387,11 @@ int main(int argc, char *argv[]) {
         int r;
 
         umask(022); /* runs read the generation under other UIDs */
+        /* Started by the manager as a unit (systemd sets INVOCATION_ID), with stdout and stderr on the
+         * manager's pipe: systemd ignores StandardError=journal once stdout is a passed fd. Its records
+         * and pip's lines go to the journal natively, where `journalctl -u` finds them by the unit. */
+        if (getenv("INVOCATION_ID"))
+                log_set_target_journal();
         (void) setvbuf(stdout, NULL, _IOLBF, 0);
         (void) signal(SIGPIPE, SIG_IGN);
 

@@ -1,10 +1,10 @@
 /* job: dependency jobs (DESIGN §4). A job is difysandbox-installer running in a transient service as
- * the unprivileged user difysandbox-deps, sandboxed by systemd, with its stdout on a pipe the manager
- * reads and its stderr, its own log and pip's or npm's output, in the unit's journal. On the pipe: "progress
- * N text" lines move Progress, "generation N" says it succeeded, every other line goes to Log. The pipe's
- * end (the installer exited, and systemd dropped the unit) ends the job: the manager sends JobRemoved and
- * removes the object. The installer switches the generation in itself, atomically, so a manager that dies
- * meanwhile loses only the job object, never a generation. */
+ * the unprivileged user difysandbox-deps, sandboxed by systemd, with its stdout and stderr on a pipe
+ * the manager reads (it logs, and sends pip's or npm's lines, to the unit's journal natively). On it:
+ * "progress N text" lines move Progress, "generation N" says it succeeded, every other line goes to Log. The
+ * pipe's end (the installer exited, and systemd dropped the unit) ends the job: the manager sends JobRemoved
+ * and removes the object. The installer switches the generation in itself, atomically, so a manager that
+ * dies meanwhile loses only the job object, never a generation. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -323,12 +323,12 @@ static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd,
                 "Description", "s", description, "Type", "s", "exec", "Slice", "s", "difysandbox.slice",
                 "User", "s", INSTALLER_USER, "Group", "s", INSTALLER_USER, "WorkingDirectory", "s",
                 packages_dir, "StandardInput", "s", "null", "StandardOutputFileDescriptor", "h", out_fd,
-                "StandardError", "s", "journal", "CollectMode", "s", "inactive-or-failed", "RuntimeMaxUSec",
-                "t", JOB_RUNTIME_MAX_USEC, "MemoryMax", "t", JOB_MEMORY_MAX, "UMask", "u", (uint32_t) 0022,
-                "NoNewPrivileges", "b", 1, "CapabilityBoundingSet", "t", UINT64_C(0), "ProtectSystem", "s",
-                "strict", "ProtectHome", "s", "yes", "PrivateTmp", "b", 1, "PrivateDevices", "b", 1,
-                "ProtectKernelTunables", "b", 1, "ProtectKernelModules", "b", 1, "ProtectControlGroups", "b",
-                1);
+                "StandardErrorFileDescriptor", "h", out_fd, "CollectMode", "s", "inactive-or-failed",
+                "RuntimeMaxUSec", "t", JOB_RUNTIME_MAX_USEC, "MemoryMax", "t", JOB_MEMORY_MAX, "UMask", "u",
+                (uint32_t) 0022, "NoNewPrivileges", "b", 1, "CapabilityBoundingSet", "t", UINT64_C(0),
+                "ProtectSystem", "s", "strict", "ProtectHome", "s", "yes", "PrivateTmp", "b", 1,
+                "PrivateDevices", "b", 1, "ProtectKernelTunables", "b", 1, "ProtectKernelModules", "b", 1,
+                "ProtectControlGroups", "b", 1);
         if (r < 0)
                 return r;
         r = sd_bus_message_append(call, "(sv)(sv)(sv)(sv)(sv)", "RestrictSUIDSGID", "b", 1,

@@ -33,6 +33,7 @@ static void help(void) {
                "                       [--timeout SEC] [--memory BYTES] [--timing] [FILE|-]\n"
                "       difysandbox [--config FILE] serve --listen HOST:PORT\n"
                "       difysandbox check-config [--show-secrets] [FILE]\n"
+               "       difysandbox --version\n"
                "\n"
                "run           run one Python 3 or Node.js snippet in the sandbox, print one JSON object\n"
                "serve         serve the HTTP API on HOST:PORT, one worker process per connection\n"
@@ -305,6 +306,13 @@ static int verb_serve(Config *cfg, int argc, char **argv) {
         return serve_main(cfg, listen_addr);
 }
 
+static bool wants_help(int argc, char **argv) {
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+                        return true;
+        return false;
+}
+
 int main(int argc, char **argv) {
         Config cfg;
         int r;
@@ -315,6 +323,10 @@ int main(int argc, char **argv) {
         if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
                 help();
                 return argc < 2 ? EXIT_FAILURE : EXIT_SUCCESS;
+        }
+        if (strcmp(argv[1], "--version") == 0) {
+                printf("difysandbox %s\n", VERSION);
+                return EXIT_SUCCESS;
         }
 
         const char *config_file = NULL;
@@ -330,6 +342,14 @@ int main(int argc, char **argv) {
 
         if (strcmp(argv[1], "check-config") == 0)
                 return verb_check_config(argc - 1, argv + 1) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+
+        if (strcmp(argv[1], "run") == 0 && geteuid() != 0 && !wants_help(argc - 1, argv + 1)) {
+                /* Said first: otherwise the configuration (root's to read) or a step of the sandbox
+                 * fails with a bare EPERM that names a symptom, not the cause. */
+                log_error("difysandbox run must run as root: it creates namespaces and cgroups and runs the "
+                          "code under a UID of its pool (try sudo)");
+                return EXIT_FAILURE;
+        }
 
         r = config_setup(&cfg, config_file);
         if (r < 0)

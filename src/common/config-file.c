@@ -239,6 +239,7 @@ typedef struct LoadContext {
         Config *cfg;
         ConfigError *reterr;
         const char *where; /* the file being read, or "environment variable X" */
+        bool broken;       /* the YAML of the file being read cannot be followed any further */
         unsigned seq;
         KeyOrigin origins[ELEMENTSOF(keys)];
 } LoadContext;
@@ -271,7 +272,27 @@ void config_error_done(ConfigError *e) {
         if (!e)
                 return;
         free(e->message);
-        e->message = NULL;
+        free(e->all);
+        *e = (ConfigError){ 0 };
+}
+
+/* Keeps msg as the first error if there is none yet, and adds it to the list of all. */
+static int config_error_add(ConfigError *e, char *msg) {
+        size_t old = e->all ? strlen(e->all) : 0, n = strlen(msg);
+        char *all = realloc(e->all, old + n + 2);
+
+        if (!all)
+                return -ENOMEM;
+        memcpy(all + old, msg, n);
+        memcpy(all + old + n, "\n", 2);
+        e->all = all;
+        e->n++;
+        if (!e->message) {
+                e->message = strdup(msg);
+                if (!e->message)
+                        return -ENOMEM;
+        }
+        return 0;
 }
 
 /* Bytes of s for a message: control bytes as \xNN, at most MESSAGE_VALUE_MAX of them, a cut marked. */
@@ -289,7 +310,7 @@ static void fput_escaped(FILE *f, const char *s, size_t len) {
                 (void) fputs("...", f);
 }
 
-/* Sets reterr's message to "WHERE[:LINE][: KEY][: 'VALUE']: REASON" and returns error, or -ENOMEM. */
+/* Adds "WHERE[:LINE][: KEY][: 'VALUE']: REASON" to reterr's errors and returns error, or -ENOMEM. */
 static int config_verror(ConfigError *reterr, int error, const char *where, unsigned line, const char *key,
                          const char *value, size_t value_len, const char *format, va_list ap) {
         _cleanup_free_ char *buf = NULL;
@@ -318,8 +339,8 @@ static int config_verror(ConfigError *reterr, int error, const char *where, unsi
         if (fclose(m) != 0 || !buf)
                 return -ENOMEM;
 
-        free(reterr->message);
-        reterr->message = TAKE_PTR(buf);
+        if (config_error_add(reterr, buf) < 0)
+                return -ENOMEM;
         return error;
 }
 
@@ -1035,9 +1056,11 @@ static bool tag_is_known(const char *tag) {
 }
 
 /* The next event; key is what a refused tag is reported against (the key whose value is read), or NULL. */
+/* Any failure here leaves the reader where it cannot tell which key comes next: ctx->broken. */
 static int next_event(LoadContext *ctx, yaml_parser_t *p, const char *key, yaml_event_t *ret) {
         const char *tag;
 
+        ctx->broken = true;
         if (!yaml_parser_parse(p, ret))
                 return fail_yaml(ctx, p);
         if (ret->type == YAML_ALIAS_EVENT)
@@ -1047,7 +1070,41 @@ static int next_event(LoadContext *ctx, yaml_parser_t *p, const char *key, yaml_
         if (tag && !tag_is_known(tag))
                 return config_error(ctx->reterr, -EINVAL, ctx->where, (unsigned) ret->start_mark.line + 1,
                                     key, tag, strlen(tag), "unknown YAML tag");
+        ctx->broken = false;
         return 0;
+}
+
+static bool event_is_start(const yaml_event_t *e) {
+        return e->type == YAML_MAPPING_START_EVENT || e->type == YAML_SEQUENCE_START_EVENT;
+}
+
+/* Reads past the rest of a list or mapping whose start event has been read, so that the next key can
+ * be checked after an error in this one. */
+static int skip_node_rest(LoadContext *ctx, yaml_parser_t *p) {
+        for (unsigned depth = 1; depth > 0;) {
+                _cleanup_(yaml_event_deletep) yaml_event_t e = { 0 };
+                int r;
+
+                r = next_event(ctx, p, NULL, &e);
+                if (r < 0)
+                        return r;
+                if (event_is_start(&e))
+                        depth++;
+                else if (e.type == YAML_MAPPING_END_EVENT || e.type == YAML_SEQUENCE_END_EVENT)
+                        depth--;
+        }
+        return 0;
+}
+
+/* Reads past a whole value (of an unknown key). */
+static int skip_value(LoadContext *ctx, yaml_parser_t *p) {
+        _cleanup_(yaml_event_deletep) yaml_event_t e = { 0 };
+        int r;
+
+        r = next_event(ctx, p, NULL, &e);
+        if (r < 0)
+                return r;
+        return event_is_start(&e) ? skip_node_rest(ctx, p) : 0;
 }
 
 static unsigned event_line(const yaml_event_t *e) {
@@ -1083,7 +1140,7 @@ static int walk_mapping(LoadContext *ctx, yaml_parser_t *p, const char *prefix);
 static int walk_list(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
         _cleanup_(scalar_list_done) ScalarList l = { 0 };
         size_t allocated = 0;
-        int r;
+        int r, failed = 0;
 
         for (;;) {
                 _cleanup_(yaml_event_deletep) yaml_event_t e = { 0 };
@@ -1093,15 +1150,21 @@ static int walk_list(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
                         return r;
                 if (e.type == YAML_SEQUENCE_END_EVENT)
                         break;
-                if (e.type != YAML_SCALAR_EVENT)
-                        return fail_key(ctx, event_line(&e), def->name,
-                                        "expected a list of %s, found %s in it",
-                                        def->type == KEY_SYSCALLS       ? "system call names or numbers"
-                                        : def->type == KEY_ENV_NAMES    ? "environment variable names"
-                                        : def->type == KEY_EGRESS_RULES ? "egress rules"
-                                        : def->type == KEY_MODULES      ? "module names"
-                                                                        : "strings",
-                                        shape_name(e.type));
+                if (e.type != YAML_SCALAR_EVENT) {
+                        r = fail_key(ctx, event_line(&e), def->name, "expected a list of %s, found %s in it",
+                                     def->type == KEY_SYSCALLS       ? "system call names or numbers"
+                                     : def->type == KEY_ENV_NAMES    ? "environment variable names"
+                                     : def->type == KEY_EGRESS_RULES ? "egress rules"
+                                     : def->type == KEY_MODULES      ? "module names"
+                                                                     : "strings",
+                                     shape_name(e.type));
+                        if (event_is_start(&e) && skip_node_rest(ctx, p) < 0)
+                                return r;
+                        failed = r; /* the rest is read, for the keys after it */
+                        continue;
+                }
+                if (failed < 0)
+                        continue;
                 if (l.n == allocated) {
                         size_t na = allocated ? allocated * 2 : 16;
                         Scalar *items = reallocarray(l.items, na, sizeof(Scalar));
@@ -1115,7 +1178,7 @@ static int walk_list(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
                         return r;
                 l.n++;
         }
-        return set_list(ctx, def, &l);
+        return failed < 0 ? failed : set_list(ctx, def, &l);
 }
 
 /* The value of a known key: its event has not been read yet. */
@@ -1154,23 +1217,27 @@ static int walk_value(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
         case YAML_MAPPING_START_EVENT:
                 if (def->type == KEY_SECTION)
                         return walk_mapping(ctx, p, def->name);
-                return fail_key(ctx, event_line(&e), def->name, "expected %s, got a mapping",
-                                is_list ? "a list" : "a single value");
+                r = fail_key(ctx, event_line(&e), def->name, "expected %s, got a mapping",
+                             is_list ? "a list" : "a single value");
+                return skip_node_rest(ctx, p) < 0 ? -EINVAL : r;
 
         case YAML_SEQUENCE_START_EVENT:
                 if (is_list)
                         return walk_list(ctx, p, def);
-                return fail_key(ctx, event_line(&e), def->name, "expected %s, got a list",
-                                def->type == KEY_SECTION ? "a mapping" : "a single value");
+                r = fail_key(ctx, event_line(&e), def->name, "expected %s, got a list",
+                             def->type == KEY_SECTION ? "a mapping" : "a single value");
+                return skip_node_rest(ctx, p) < 0 ? -EINVAL : r;
 
         default:
+                ctx->broken = true;
                 return fail_key(ctx, event_line(&e), def->name, "unexpected YAML event");
         }
 }
 
-/* The keys of a mapping whose MAPPING_START has been read. prefix is the section ("app") or NULL. */
+/* The keys of a mapping whose MAPPING_START has been read. prefix is the section ("app") or NULL. An
+ * error in one key's value is collected and the next key read; only lost YAML structure stops. */
 static int walk_mapping(LoadContext *ctx, yaml_parser_t *p, const char *prefix) {
-        int r;
+        int r, failed = 0;
 
         for (;;) {
                 _cleanup_(yaml_event_deletep) yaml_event_t e = { 0 };
@@ -1182,10 +1249,12 @@ static int walk_mapping(LoadContext *ctx, yaml_parser_t *p, const char *prefix) 
                 if (r < 0)
                         return r;
                 if (e.type == YAML_MAPPING_END_EVENT)
-                        return 0;
-                if (e.type != YAML_SCALAR_EVENT)
+                        return failed;
+                if (e.type != YAML_SCALAR_EVENT) {
+                        ctx->broken = true; /* which value belongs to such a key is not worth guessing */
                         return fail_key(ctx, event_line(&e), prefix, "keys must be single values, not %s",
                                         shape_name(e.type));
+                }
 
                 r = scalar_from_event(&e, &key);
                 if (r < 0)
@@ -1193,22 +1262,24 @@ static int walk_mapping(LoadContext *ctx, yaml_parser_t *p, const char *prefix) 
                 if (memchr(key.text, 0, key.len)) {
                         r = fail_key(ctx, key.line, key.text, "unknown key");
                         free(key.text);
-                        return r;
+                        def = NULL;
+                } else {
+                        if (prefix) {
+                                r = asprintf(&name, "%s.%s", prefix, key.text);
+                                free(key.text);
+                                if (r < 0)
+                                        return -ENOMEM;
+                        } else
+                                name = key.text;
+                        def = key_lookup(name);
+                        r = def ? walk_value(ctx, p, def) : fail_key(ctx, key.line, name, "unknown key");
                 }
-                if (prefix) {
-                        r = asprintf(&name, "%s.%s", prefix, key.text);
-                        free(key.text);
-                        if (r < 0)
-                                return -ENOMEM;
-                } else
-                        name = key.text;
-
-                def = key_lookup(name);
-                if (!def)
-                        return fail_key(ctx, key.line, name, "unknown key");
-                r = walk_value(ctx, p, def);
-                if (r < 0)
+                if (r == -ENOMEM || ctx->broken)
                         return r;
+                if (!def && skip_value(ctx, p) < 0)
+                        return r;
+                if (r < 0)
+                        failed = r;
         }
 }
 
@@ -1304,6 +1375,7 @@ static int load_file(LoadContext *ctx, const char *path) {
                 return -ENOMEM;
         yaml_parser_set_input_string(&parser, (const unsigned char *) buf, len);
         ctx->where = path;
+        ctx->broken = false;
         return walk_stream(ctx, &parser);
 }
 
@@ -1364,7 +1436,7 @@ static const char *env_lookup(char **env, const char *name) {
 }
 
 static int load_env(LoadContext *ctx, char **env) {
-        int r;
+        int r, failed = 0;
 
         for (size_t i = 0; i < ELEMENTSOF(env_overrides); i++) {
                 const EnvOverride *o = &env_overrides[i];
@@ -1379,10 +1451,11 @@ static int load_env(LoadContext *ctx, char **env) {
                 ctx->where = where;
                 r = set_from_env(ctx, key_lookup(o->key), value);
                 ctx->where = NULL;
-                if (r < 0)
+                if (r == -ENOMEM)
                         return r;
+                failed = failed ?: r; /* and the next variable is checked too */
         }
-        return 0;
+        return failed;
 }
 
 /* What no single key can check: the UID pool, once every source is in. The key set last is blamed. */
@@ -1415,13 +1488,15 @@ int config_load(Config *cfg, const char *main_file, const char *dropin_dir, char
                 ConfigError *reterr) {
         _cleanup_(load_context_done) LoadContext ctx = { .cfg = cfg, .reterr = reterr };
         _cleanup_(strv_freep) char **dropins = NULL;
-        int r;
+        int r, failed = 0;
 
         assert(cfg);
 
+        /* Every source is read even after an error, so that one pass reports every error. */
         r = load_file(&ctx, main_file ?: CONFIG_FILE_MAIN);
-        if (r < 0)
+        if (r == -ENOMEM)
                 return r;
+        failed = r;
 
         if (!dropin_dir)
                 dropin_dir = CONFIG_FILE_DROPIN_DIR;
@@ -1429,19 +1504,27 @@ int config_load(Config *cfg, const char *main_file, const char *dropin_dir, char
                 r = dropin_list(dropin_dir, &dropins);
                 if (r == -ENOMEM)
                         return r;
-                if (r < 0)
-                        return config_error(reterr, r, dropin_dir, 0, NULL, NULL, 0, "cannot read: %s",
-                                            strerror(-r));
-                for (char **d = dropins; *d; d++) {
-                        r = load_file(&ctx, *d);
-                        if (r < 0)
+                if (r < 0) {
+                        r = config_error(reterr, r, dropin_dir, 0, NULL, NULL, 0, "cannot read: %s",
+                                         strerror(-r));
+                        if (r == -ENOMEM)
                                 return r;
+                        failed = failed ?: r;
+                }
+                for (char **d = dropins; d && *d; d++) {
+                        r = load_file(&ctx, *d);
+                        if (r == -ENOMEM)
+                                return r;
+                        failed = failed ?: r;
                 }
         }
 
         r = load_env(&ctx, env);
-        if (r < 0)
+        if (r == -ENOMEM)
                 return r;
+        failed = failed ?: r;
+        if (failed < 0)
+                return failed; /* the UID range of a refused configuration means nothing */
 
         return check_uid_range(&ctx);
 }
@@ -1543,7 +1626,11 @@ int config_setup(Config *cfg, const char *file) {
                 file = CONFIG_FILE_PUBLISHED;
         r = config_load(cfg, file, file ? "" : NULL, environ, &err);
         if (r < 0) {
-                if (err.message)
+                if (err.n > 1)
+                        log_error("Invalid configuration: %s (and %zu more errors: difysandbox check-config "
+                                  "lists them)",
+                                  err.message, err.n - 1);
+                else if (err.message)
                         log_error("Invalid configuration: %s", err.message);
                 else
                         log_error_errno(r, "Cannot load the configuration: %m");
@@ -1571,9 +1658,14 @@ int config_check_main(const char *file, bool show_secrets) {
         r = config_load(&cfg, file, file ? "" : NULL, environ, &err);
         if (r < 0) {
                 config_done(&cfg);
-                if (err.message)
-                        return log_error_errno(r, "%s", err.message);
-                return log_error_errno(r, "Cannot load the configuration: %m");
+                if (!err.all)
+                        return log_error_errno(r, "Cannot load the configuration: %m");
+                /* One line per error, each with its file, line, key and reason. */
+                for (char *line = err.all, *end; (end = strchr(line, '\n')); line = end + 1)
+                        log_error_errno(r, "%.*s", (int) (end - line), line);
+                if (err.n > 1)
+                        log_error("%zu errors, the configuration is refused", err.n);
+                return r;
         }
 
         r = config_format(&cfg, stdout, show_secrets);

@@ -20,7 +20,9 @@ typedef struct Config Config;
 /* Why a load failed, for the operator: "FILE:LINE: KEY: 'VALUE': REASON", or "environment variable X:
  * KEY: 'VALUE': REASON". Parts that do not apply are left out (a malformed file has no key). */
 typedef struct ConfigError {
-        char *message; /* malloc'ed; NULL while there is no error */
+        char *message; /* the first error, malloc'ed; NULL while there is no error */
+        char *all;     /* every error found, in order, each ending in "\n"; malloc'ed */
+        size_t n;      /* how many */
 } ConfigError;
 
 void config_error_done(ConfigError *e); /* frees the message, leaves e empty */
@@ -35,9 +37,14 @@ void config_error_done(ConfigError *e); /* frees the message, leaves e empty */
  * Within one file a key given twice takes its later value; a list (allowed_syscalls) is replaced whole,
  * never merged. Unknown keys, values of the wrong shape or out of range are refused.
  *
- * Returns 0, -EINVAL for a bad value or malformed YAML, another -errno for a file that cannot be read,
- * or -ENOMEM. On failure *reterr (if not NULL) says why, and cfg may have been partly changed: load into
- * a fresh Config and swap it in only on success (a reload that fails keeps the old configuration). */
+ * Every error is collected: a bad value or an unknown key does not stop the reading, so that one pass
+ * finds them all (malformed YAML stops its file, whose structure is lost after it); the UID range is
+ * checked only when no error came before.
+ *
+ * Returns 0, -EINVAL for a bad value or malformed YAML, another -errno for a file that cannot be read
+ * (the first error's), or -ENOMEM. On failure *reterr (if not NULL) says why, and cfg may have been partly
+ * changed: load into a fresh Config and swap it in only on success (a reload that fails keeps the old
+ * configuration). */
 int config_load(Config *cfg, const char *main_file, const char *dropin_dir, char **env, ConfigError *reterr);
 
 /* Prints the effective values, one "key: value" line each, in a YAML that config_load() reads back to

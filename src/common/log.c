@@ -12,11 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <systemd/sd-journal.h>
 
 static int max_level = LOG_INFO;
-static int target = -1; /* -1: not decided yet; 0: journal; 1: stderr */
+static int target = -1;     /* -1: not decided yet; 0: journal; 1: stderr */
+static bool stderr_journal; /* stderr is a journal stream: "<N>" prefixes mean something there */
 
 void log_set_max_level(int level) {
         max_level = level;
@@ -26,13 +28,38 @@ void log_set_target_stderr(bool stderr_only) {
         target = stderr_only ? 1 : -1;
 }
 
-static bool use_journal(void) {
+void log_set_target_journal(void) {
         struct stat st;
 
-        if (target < 0)
-                /* Only talk to journald when stderr is not already connected to it (the service case) and
-                 * the socket exists: a CLI run in a terminal or a CI without journald gets stderr. */
-                target = (getenv("JOURNAL_STREAM") && stat("/run/systemd/journal/socket", &st) == 0) ? 0 : 1;
+        if (stat("/run/systemd/journal/socket", &st) == 0)
+                target = 0;
+}
+
+/* Whether stderr is the journal stream systemd gave us: JOURNAL_STREAM holds its "DEV:INODE", as
+ * systemd's own log target logic checks (a child that inherited the variable but not the stream, say a
+ * shell started from a service, must not believe it). */
+static bool stderr_is_journal(void) {
+        const char *e = getenv("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        struct stat st;
+        int n = 0;
+
+        if (!e || sscanf(e, "%llu:%llu%n", &dev, &ino, &n) != 2 || e[n] != '\0')
+                return false;
+        if (fstat(STDERR_FILENO, &st) < 0)
+                return false;
+        return (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
+}
+
+bool log_use_journal(void) {
+        struct stat st;
+
+        if (target < 0) {
+                /* Native records when stderr is the journal anyway (the service case) and the socket
+                 * exists; otherwise stderr, with the "<N>" prefix only where journald reads it. */
+                stderr_journal = stderr_is_journal();
+                target = (stderr_journal && stat("/run/systemd/journal/socket", &st) == 0) ? 0 : 1;
+        }
         return target == 0;
 }
 
@@ -50,7 +77,7 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         (void) vsnprintf(message, sizeof(message), format, ap);
         va_end(ap);
 
-        if (use_journal()) {
+        if (log_use_journal()) {
                 if (error != 0)
                         (void) sd_journal_send("MESSAGE=%s", message, "PRIORITY=%i", level, "ERRNO=%i",
                                                error < 0 ? -error : error, "CODE_FILE=%s", file,
@@ -58,15 +85,17 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                 else
                         (void) sd_journal_send("MESSAGE=%s", message, "PRIORITY=%i", level, "CODE_FILE=%s",
                                                file, "CODE_LINE=%i", line, "CODE_FUNC=%s", func, NULL);
-        } else
+        } else if (stderr_journal)
                 (void) fprintf(stderr, "<%i>%s\n", level, message);
+        else /* a terminal, a file, a pipe to a program: words for a person */
+                (void) fprintf(stderr, "%s\n", message);
 
         errno = saved;
         return error;
 }
 
 void log_run_record(const RunRecord *rec) {
-        if (!use_journal()) {
+        if (!log_use_journal()) {
                 (void) log_internal(LOG_DEBUG, 0, __FILE__, __LINE__, __func__, /* stderr is the CLI's */
                                     "Run %s (%s) finished: %s, exit code %d, %" PRIu64 " ms", rec->id,
                                     rec->language, rec->result, rec->exit_code, rec->duration_usec / 1000);

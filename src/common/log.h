@@ -1,6 +1,8 @@
 #pragma once
 /* log: the one place that writes log records. Sends structured records to journald (MESSAGE=, PRIORITY=,
- * ERRNO=, CODE_*=) and falls back to "<N>message" on stderr where there is no journal socket. The log
+ * ERRNO=, CODE_*=) when stderr is the journal stream (JOURNAL_STREAM names its device and inode), and
+ * otherwise writes the plain message to stderr ("<N>message" only if stderr is a journal stream without a
+ * journal socket to talk to). The log
  * target and the maximum level are the only global state of the project (STYLE.md). */
 
 #include <stdbool.h>
@@ -10,6 +12,11 @@
 
 void log_set_max_level(int level);
 void log_set_target_stderr(bool stderr_only);
+/* Native journal records whatever stderr is, where journald's socket exists: for a unit whose stderr
+ * systemd could not connect to the journal (difysandbox-installer's is the manager's pipe). */
+void log_set_target_journal(void);
+/* Whether records go to journald (stderr is the journal stream and its socket exists). */
+bool log_use_journal(void);
 
 /* Logs at level; %m prints strerror(-error). Returns error (negative errno) so callers can write
  * `return log_error_errno(r, "...: %m");`. error 0 logs without an ERRNO= field. */

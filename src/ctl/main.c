@@ -43,6 +43,7 @@ static const char *const usage_text =
         "       difysandboxctl [--json] stats\n"
         "       difysandboxctl [--json] deps list LANGUAGE\n"
         "       difysandboxctl [--json] [--no-wait] deps install LANGUAGE PACKAGE...\n"
+        "       difysandboxctl [--json] [--no-wait] deps remove LANGUAGE PACKAGE...\n"
         "       difysandboxctl [--json] [--no-wait] [--config FILE] deps refresh [--if-due] LANGUAGE\n"
         "       difysandboxctl reload\n"
         "       difysandboxctl [--config FILE] run FILE --language LANGUAGE\n";
@@ -58,6 +59,8 @@ static void help(void) {
                       "  stats         runs by result and language, latency percentiles in ms\n"
                       "  deps list     the packages runs of LANGUAGE can import, with their versions\n"
                       "  deps install  install PACKAGEs into a new dependency generation, follow the job\n"
+                      "  deps remove   a new dependency generation without PACKAGEs installed earlier,\n"
+                      "                follow the job\n"
                       "  deps refresh  rebuild the dependency generation from the requirement file, follow\n"
                       "                the job\n"
                       "  reload        make the manager re-read its configuration\n"
@@ -66,7 +69,7 @@ static void help(void) {
                       "\n"
                       "Options:\n"
                       "  --json         print JSON (a job's: one object when it ends)\n"
-                      "  --no-wait      install, refresh: print the job's object path and return\n"
+                      "  --no-wait      install, remove, refresh: print the job's object path and return\n"
                       "  --if-due       refresh: only when the current generation is older than\n"
                       "                 python_deps_update_interval\n"
                       "  --config FILE  the configuration --if-due and run read (default: " CONFIG_FILE_MAIN
@@ -429,25 +432,27 @@ static int verb_deps_list(const char *language) {
         return fflush(stdout) == 0 ? 0 : -EIO;
 }
 
-static int verb_deps_install(const char *language, char **packages) {
+/* deps install and deps remove: a job over the packages named, followed like any job. */
+static int verb_deps_packages(const char *verb, const char *language, char **packages) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
         _cleanup_free_ char *what = NULL;
+        const char *member = streq(verb, "remove") ? "RemoveDependencies" : "InstallDependencies";
         int r;
 
-        if (asprintf(&what, "install %s", language) < 0)
+        if (asprintf(&what, "%s %s", verb, language) < 0)
                 return ctl_oom();
         r = bus_open(&bus);
         if (r != 0)
                 return r;
-        r = bus_new_call(bus, "InstallDependencies", &call);
+        r = bus_new_call(bus, member, &call);
         if (r != 0)
                 return r;
         r = sd_bus_message_append(call, "s", language);
         if (r >= 0)
                 r = sd_bus_message_append_strv(call, packages);
         if (r < 0)
-                return bus_report_error("InstallDependencies", r, NULL, true);
+                return bus_report_error(member, r, NULL, true);
         return job_run(bus, call, what, job_output(), arg_no_wait);
 }
 
@@ -616,8 +621,10 @@ static int run(int n, char **args) {
         command = args[0];
 
         if (arg_no_wait &&
-            !(streq(command, "deps") && n >= 2 && (streq(args[1], "install") || streq(args[1], "refresh"))))
-                return usage_error("--no-wait applies to 'deps install' and 'deps refresh' only");
+            !(streq(command, "deps") && n >= 2 &&
+              (streq(args[1], "install") || streq(args[1], "remove") || streq(args[1], "refresh"))))
+                return usage_error(
+                        "--no-wait applies to 'deps install', 'deps remove' and 'deps refresh' only");
         if (arg_if_due && !(streq(command, "deps") && n >= 2 && streq(args[1], "refresh")))
                 return usage_error("--if-due applies to 'deps refresh' only");
 
@@ -644,7 +651,7 @@ static int run(int n, char **args) {
                 return usage_error("unknown command '%s'", command);
 
         if (n < 2)
-                return usage_error("missing deps command: expected list, install or refresh");
+                return usage_error("missing deps command: expected list, install, remove or refresh");
         sub = args[1];
         if (streq(sub, "list") || streq(sub, "refresh")) {
                 if (n < 3)
@@ -655,20 +662,20 @@ static int run(int n, char **args) {
                         return CTL_EXIT_USAGE;
                 return streq(sub, "list") ? verb_deps_list(args[2]) : verb_deps_refresh(args[2]);
         }
-        if (streq(sub, "install")) {
+        if (streq(sub, "install") || streq(sub, "remove")) {
                 if (n < 3)
-                        return usage_error(
-                                "'deps install' needs a LANGUAGE (python3 or nodejs) and packages");
+                        return usage_error("'deps %s' needs a LANGUAGE (python3 or nodejs) and packages",
+                                           sub);
                 if (check_language(args[2]) != 0)
                         return CTL_EXIT_USAGE;
                 if (n < 4)
-                        return usage_error("'deps install' needs at least one PACKAGE");
+                        return usage_error("'deps %s' needs at least one PACKAGE", sub);
                 for (int i = 3; i < n; i++)
                         if (args[i][0] == '\0')
                                 return usage_error("empty PACKAGE");
-                return verb_deps_install(args[2], args + 3);
+                return verb_deps_packages(sub, args[2], args + 3);
         }
-        return usage_error("unknown deps command '%s': expected list, install or refresh", sub);
+        return usage_error("unknown deps command '%s': expected list, install, remove or refresh", sub);
 }
 
 int main(int argc, char **argv) {

@@ -74,7 +74,11 @@ static int load(Config *ret, char **reterr) {
         r = config_load(&cfg, CONFIG_FILE_MAIN, CONFIG_FILE_DROPIN_DIR, environ, &err);
         if (r < 0) {
                 config_done(&cfg);
-                if (err.message)
+                if (err.n > 1) {
+                        if (asprintf(reterr, "%s (and %zu more errors: difysandbox check-config lists them)",
+                                     err.message, err.n - 1) < 0)
+                                *reterr = NULL;
+                } else if (err.message)
                         *reterr = TAKE_PTR(err.message);
                 else if (asprintf(reterr, "cannot load %s: %s", CONFIG_FILE_MAIN, strerror(-r)) < 0)
                         *reterr = NULL;
@@ -174,8 +178,9 @@ int manager_config_reload(Manager *m, sd_bus_error *reterr) {
                                        why ? why : strerror(-r), NULL);
                 (void) sd_notify(false,
                                  "READY=1\nSTATUS=Serving; the last reload was refused, see the journal");
-                return sd_bus_error_setf(reterr, MANAGER_ERROR_CONFIG_INVALID,
-                                         "Invalid configuration, the previous one stays in force: %s",
+                /* The reason alone: the error's name says that the configuration was refused and the
+                 * one in force stays, and difysandboxctl says it in words. */
+                return sd_bus_error_setf(reterr, MANAGER_ERROR_CONFIG_INVALID, "%s",
                                          why ? why : strerror(-r));
         }
 

@@ -4,11 +4,13 @@
  * API key and is not readable by this user).
  *
  *   difysandbox-installer --language python3|nodejs --packages-dir DIR [--requirements FILE]
- *           [--index-url URL] [--registry URL] [--python PATH] [--npm PATH] [--] [PACKAGE...]
+ *           [--index-url URL] [--registry URL] [--python PATH] [--npm PATH] [--remove] [--] [PACKAGE...]
+ *   difysandbox-installer --version
  *
  * The new generation's packages are the requirement file's, then those an operator added earlier with
  * InstallDependencies (the current generation's extra-packages.txt), then the PACKAGE arguments; a later
- * one replaces an earlier one of the same name. An empty set makes an empty generation.
+ * one replaces an earlier one of the same name. With --remove (RemoveDependencies) the PACKAGE arguments
+ * are names taken out of those added earlier instead. An empty set makes an empty generation.
  *
  * Protocol on stdout, one line at a time, for the manager:
  *   progress <0-100> <text>   an estimate, never decreasing
@@ -101,7 +103,9 @@ static void help(void) {
                "  --registry URL           nodejs: npm's registry\n"
                "  --python PATH            the interpreter that runs pip (" DEFAULT_PYTHON ")\n"
                "  --npm PATH               npm (" DEFAULT_NPM ")\n"
-               "  -h --help                show this help\n",
+               "  --remove                 take the PACKAGE names out of those added earlier\n"
+               "  -h --help                show this help\n"
+               "     --version             show the version\n",
                program_invocation_short_name);
 }
 
@@ -120,7 +124,33 @@ static bool url_is_valid(const char *url) {
         return true;
 }
 
-/* Returns 1 to go on, 0 after --help, or a negative errno with *reterr. */
+/* What the options say together: 1 when they make sense, else a negative errno with *reterr. */
+static int check_arguments(const Installer *inst, char **reterr) {
+        if (inst->language < 0)
+                return failf(reterr, -EINVAL, "--language is required");
+        if (!inst->packages_dir || inst->packages_dir[0] != '/')
+                return failf(reterr, -EINVAL, "--packages-dir with an absolute path is required");
+        if (inst->requirements && inst->requirements[0] != '/')
+                return failf(reterr, -EINVAL, "--requirements needs an absolute path");
+        if (inst->index_url && inst->language != LANGUAGE_PYTHON3)
+                return failf(reterr, -EINVAL, "--index-url applies to python3 only");
+        if (inst->registry && inst->language != LANGUAGE_NODEJS)
+                return failf(reterr, -EINVAL, "--registry applies to nodejs only");
+        if (inst->index_url && !url_is_valid(inst->index_url))
+                return failf(reterr, -EINVAL, "--index-url '%s' is not an http:// or https:// URL",
+                             inst->index_url);
+        if (inst->registry && !url_is_valid(inst->registry))
+                return failf(reterr, -EINVAL, "--registry '%s' is not an http:// or https:// URL",
+                             inst->registry);
+        if (inst->python[0] != '/' || inst->npm[0] != '/')
+                return failf(reterr, -EINVAL, "--python and --npm need absolute paths");
+
+        if (inst->remove && inst->n_packages == 0)
+                return failf(reterr, -EINVAL, "--remove needs at least one PACKAGE name");
+        return 1;
+}
+
+/* Returns 1 to go on, 0 after --help or --version, or a negative errno with *reterr. */
 static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
         enum {
                 ARG_LANGUAGE = 0x100,
@@ -129,7 +159,9 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
                 ARG_INDEX_URL,
                 ARG_REGISTRY,
                 ARG_PYTHON,
-                ARG_NPM
+                ARG_NPM,
+                ARG_REMOVE,
+                ARG_VERSION
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -140,6 +172,8 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
                 { "registry", required_argument, NULL, ARG_REGISTRY },
                 { "python", required_argument, NULL, ARG_PYTHON },
                 { "npm", required_argument, NULL, ARG_NPM },
+                { "remove", no_argument, NULL, ARG_REMOVE },
+                { "version", no_argument, NULL, ARG_VERSION },
                 {},
         };
         int c;
@@ -176,6 +210,12 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
                 case ARG_NPM:
                         inst->npm = optarg;
                         break;
+                case ARG_REMOVE:
+                        inst->remove = true;
+                        break;
+                case ARG_VERSION:
+                        printf("difysandbox-installer %s\n", VERSION);
+                        return 0;
                 case '?':
                         return failf(reterr, -EINVAL, "option '%s' is unknown or lacks its argument",
                                      argv[optind - 1]);
@@ -183,28 +223,9 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
                         return failf(reterr, -EINVAL, "cannot parse the command line");
                 }
 
-        if (inst->language < 0)
-                return failf(reterr, -EINVAL, "--language is required");
-        if (!inst->packages_dir || inst->packages_dir[0] != '/')
-                return failf(reterr, -EINVAL, "--packages-dir with an absolute path is required");
-        if (inst->requirements && inst->requirements[0] != '/')
-                return failf(reterr, -EINVAL, "--requirements needs an absolute path");
-        if (inst->index_url && inst->language != LANGUAGE_PYTHON3)
-                return failf(reterr, -EINVAL, "--index-url applies to python3 only");
-        if (inst->registry && inst->language != LANGUAGE_NODEJS)
-                return failf(reterr, -EINVAL, "--registry applies to nodejs only");
-        if (inst->index_url && !url_is_valid(inst->index_url))
-                return failf(reterr, -EINVAL, "--index-url '%s' is not an http:// or https:// URL",
-                             inst->index_url);
-        if (inst->registry && !url_is_valid(inst->registry))
-                return failf(reterr, -EINVAL, "--registry '%s' is not an http:// or https:// URL",
-                             inst->registry);
-        if (inst->python[0] != '/' || inst->npm[0] != '/')
-                return failf(reterr, -EINVAL, "--python and --npm need absolute paths");
-
         inst->packages = argv + optind;
         inst->n_packages = (size_t) (argc - optind);
-        return 1;
+        return check_arguments(inst, reterr);
 }
 
 /* ---- main ---- */
@@ -229,9 +250,61 @@ static int make_dir_in(const Installer *inst, const char *name, mode_t mode, cha
         return 0;
 }
 
+/* npm is a package of its own on Debian, and often missing where node is installed: say so and how to
+ * get it, rather than pass on exec's bare "No such file or directory". */
+static int check_tool(const Installer *inst, char **reterr) {
+        const char *tool = inst->language == LANGUAGE_NODEJS ? inst->npm : inst->python;
+
+        if (access(tool, X_OK) >= 0)
+                return 0;
+        if (inst->language == LANGUAGE_NODEJS)
+                return failf(
+                        reterr, -errno,
+                        "npm is not installed (%s: %m): install it (apt install npm), or set nodejs_path "
+                        "to a node with npm beside it",
+                        tool);
+        return failf(reterr, -errno, "cannot run %s: %m: set python_path to an installed python3", tool);
+}
+
+/* pip or npm on the whole package set, in the generation being built, and then its scratch space gone. */
+static int install_all(Installer *inst, const RequirementSet *all, char **reterr) {
+        const char *tool = inst->language == LANGUAGE_PYTHON3 ? "pip" : "npm";
+        static const char *const scratch[] = { HOME_DIR, TMP_DIR, NPM_CACHE_DIR };
+        int r;
+
+        if (inst->remove)
+                printf("removing %zu package%s: reinstalling the other %zu with %s\n", inst->n_packages,
+                       inst->n_packages == 1 ? "" : "s", all->n, tool);
+        printf("installing %zu package%s with %s into generation %" PRIu64 "\n", all->n,
+               all->n == 1 ? "" : "s", tool, inst->number);
+        for (size_t i = 0; i < all->n; i++)
+                printf("package %s\n", all->items[i].text);
+        r = check_tool(inst, reterr);
+        if (r < 0)
+                return r;
+        r = make_dir_in(inst, HOME_DIR, 0700, reterr);
+        if (r < 0)
+                return r;
+        r = make_dir_in(inst, TMP_DIR, 0700, reterr);
+        if (r < 0)
+                return r;
+        report_progress(inst, 5, "installing %zu package%s with %s", all->n, all->n == 1 ? "" : "s", tool);
+        r = installer_install(inst, all, reterr);
+        if (r < 0)
+                return failf(reterr, r, "cannot run %s: %m", tool);
+        r = check_signal(inst, reterr);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(scratch); i++) {
+                r = generation_remove_entry(inst->packages_dir, inst->number, scratch[i]);
+                if (r < 0)
+                        return failf(reterr, r, "cannot remove %s/%s: %m", inst->gen_path, scratch[i]);
+        }
+        return 0;
+}
+
 static int installer_run(Installer *inst, uint64_t *ret_number, char **reterr) {
         _cleanup_(requirement_set_done) RequirementSet all = { 0 }, extra = { 0 };
-        const char *tool = inst->language == LANGUAGE_PYTHON3 ? "pip" : "npm";
         uint64_t number;
         sigset_t mask;
         int r;
@@ -240,7 +313,8 @@ static int installer_run(Installer *inst, uint64_t *ret_number, char **reterr) {
         for (size_t i = 0; i < inst->n_packages; i++) {
                 _cleanup_free_ char *err = NULL;
 
-                r = requirement_check(inst->language, inst->packages[i], &err);
+                r = inst->remove ? requirement_name_parse(inst->language, inst->packages[i], NULL, &err)
+                                 : requirement_check(inst->language, inst->packages[i], &err);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
@@ -289,31 +363,9 @@ static int installer_run(Installer *inst, uint64_t *ret_number, char **reterr) {
                                 return r;
                 }
         } else {
-                printf("installing %zu package%s with %s into generation %" PRIu64 "\n", all.n,
-                       all.n == 1 ? "" : "s", tool, number);
-                for (size_t i = 0; i < all.n; i++)
-                        printf("package %s\n", all.items[i].text);
-                r = make_dir_in(inst, HOME_DIR, 0700, reterr);
+                r = install_all(inst, &all, reterr);
                 if (r < 0)
                         return r;
-                r = make_dir_in(inst, TMP_DIR, 0700, reterr);
-                if (r < 0)
-                        return r;
-                report_progress(inst, 5, "installing %zu package%s with %s", all.n, all.n == 1 ? "" : "s",
-                                tool);
-                r = installer_install(inst, &all, reterr);
-                if (r < 0)
-                        return failf(reterr, r, "cannot run %s: %m", tool);
-                r = check_signal(inst, reterr);
-                if (r < 0)
-                        return r;
-                static const char *const scratch[] = { HOME_DIR, TMP_DIR, NPM_CACHE_DIR };
-                for (size_t i = 0; i < ELEMENTSOF(scratch); i++) {
-                        r = generation_remove_entry(inst->packages_dir, number, scratch[i]);
-                        if (r < 0)
-                                return failf(reterr, r, "cannot remove %s/%s: %m", inst->gen_path,
-                                             scratch[i]);
-                }
         }
 
         report_progress(inst, 95, "switching to generation %" PRIu64, number);
@@ -340,6 +392,11 @@ int main(int argc, char *argv[]) {
         int r;
 
         umask(022); /* runs read the generation under other UIDs */
+        /* Started by the manager as a unit (systemd sets INVOCATION_ID), with stdout and stderr on the
+         * manager's pipe: systemd ignores StandardError=journal once stdout is a passed fd. Its records
+         * and pip's lines go to the journal natively, where `journalctl -u` finds them by the unit. */
+        if (getenv("INVOCATION_ID"))
+                log_set_target_journal();
         (void) setvbuf(stdout, NULL, _IOLBF, 0);
         (void) signal(SIGPIPE, SIG_IGN);
 

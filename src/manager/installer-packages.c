@@ -263,6 +263,36 @@ static int keep_tarballs(const Installer *inst, RequirementSet *set, Requirement
         return 0;
 }
 
+/* --remove: takes the package named arg out of extra (what InstallDependencies added). A package of
+ * the requirement file is refused: the next refresh would bring it back. */
+static int remove_package(const Installer *inst, const RequirementSet *from_file, RequirementSet *extra,
+                          const char *arg, char **reterr) {
+        _cleanup_free_ char *name = NULL, *err = NULL;
+        int r;
+
+        r = requirement_name_parse(inst->language, arg, &name, &err);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return failf(reterr, r, "package %s", err ?: "invalid");
+        for (size_t i = 0; i < extra->n; i++)
+                if (streq(extra->items[i].name, name)) {
+                        requirement_done(&extra->items[i]);
+                        memmove(extra->items + i, extra->items + i + 1,
+                                (extra->n - i - 1) * sizeof(Requirement));
+                        extra->n--;
+                        return 0;
+                }
+        for (size_t i = 0; i < from_file->n; i++)
+                if (streq(from_file->items[i].name, name))
+                        return failf(
+                                reterr, -EINVAL,
+                                "package '%s' comes from the requirement file %s: remove it there, then "
+                                "refresh the dependencies",
+                                name, inst->requirements);
+        return failf(reterr, -ENOENT, "package '%s' is not installed: no earlier install added it", name);
+}
+
 /* Builds the generation's package set (all) and what stays for later refreshes (extra). */
 int installer_gather_packages(Installer *inst, RequirementSet *all, RequirementSet *extra, char **reterr) {
         _cleanup_(requirement_set_done) RequirementSet from_file = { 0 }, before = { 0 }, kept = { 0 };
@@ -290,7 +320,12 @@ int installer_gather_packages(Installer *inst, RequirementSet *all, RequirementS
                         return failf(reterr, r, "too many packages: %m");
                 }
         }
-        for (size_t i = 0; i < inst->n_packages; i++) {
+        for (size_t i = 0; inst->remove && i < inst->n_packages; i++) {
+                r = remove_package(inst, &from_file, extra, inst->packages[i], reterr);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; !inst->remove && i < inst->n_packages; i++) {
                 _cleanup_(requirement_done) Requirement req = { 0 };
                 _cleanup_free_ char *err = NULL;
 

@@ -1,6 +1,7 @@
 /* installer-tool: runs pip or npm for the installer (see installer.h). The tool runs in its own process
  * group, with stdout and stderr on one pipe and nothing else open; one poll loop reads that pipe, the
- * signalfd and the tool's pidfd. Each line it writes is forwarded indented by two spaces, as valid UTF-8
+ * signalfd and the tool's pidfd. Each line it writes is forwarded indented by two spaces (and sent to the
+ * journal, with SYSLOG_IDENTIFIER=pip or npm, when the installer logs there), as valid UTF-8
  * without control characters, and read for progress and for the error that best explains a failure. A
  * stop request kills the whole group: SIGTERM, then SIGKILL after STOP_TIMEOUT_MSEC. */
 
@@ -17,7 +18,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <systemd/sd-journal.h>
+
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "common/strv.h"
 #include "common/utf8.h"
 #include "manager/installer.h"
@@ -130,6 +134,9 @@ static int tool_line(Installer *inst, ToolOutput *out) {
                 if ((unsigned char) clean[i] < 0x20 || clean[i] == 0x7f)
                         clean[i] = clean[i] == '\t' ? '\t' : ' ';
         printf("  %s\n", clean);
+        if (log_use_journal()) /* the job's unit's journal keeps the whole output, Log only its tail */
+                (void) sd_journal_send("MESSAGE=%s", clean, "PRIORITY=%i", LOG_INFO, "SYSLOG_IDENTIFIER=%s",
+                                       inst->language == LANGUAGE_PYTHON3 ? "pip" : "npm", NULL);
         if (clean_len == 0 || strspn(clean, " \t") == clean_len)
                 return 0;
         remember(&out->last_line, clean);

@@ -12,6 +12,7 @@
  *                         output, forwarded and read for progress and for the error that explains a failure
  * Nothing else includes this: the manager knows the installer only by its protocol (job.c). */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,7 @@ typedef struct Installer {
         const char *python, *npm;
         char *const *packages; /* the PACKAGE arguments */
         size_t n_packages;
+        bool remove; /* --remove: the PACKAGE arguments are names to take out of the set */
 
         /* The generation being built (installer_run()). */
         uint64_t number; /* the generation being built, 0 before generation_begin() */

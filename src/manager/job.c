@@ -1,9 +1,10 @@
 /* job: dependency jobs (DESIGN §4). A job is difysandbox-installer running in a transient service as
  * the unprivileged user difysandbox-deps, sandboxed by systemd, with its stdout and stderr on a pipe
- * the manager reads: "progress N text" lines move Progress, "generation N" says it succeeded, every
- * other line goes to Log. The pipe's end (the installer exited, and systemd dropped the unit) ends the
- * job: the manager sends JobRemoved and removes the object. The installer switches the generation in
- * itself, atomically, so a manager that dies meanwhile loses only the job object, never a generation. */
+ * the manager reads (it logs, and sends pip's or npm's lines, to the unit's journal natively). On it:
+ * "progress N text" lines move Progress, "generation N" says it succeeded, every other line goes to Log. The
+ * pipe's end (the installer exited, and systemd dropped the unit) ends the job: the manager sends JobRemoved
+ * and removes the object. The installer switches the generation in itself, atomically, so a manager that
+ * dies meanwhile loses only the job object, never a generation. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,12 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <systemd/sd-journal.h>
 
 #include "common/cleanup.h"
+#include "common/config-file.h"
+#include "common/fileio.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "common/strv.h"
 #include "common/time-util.h"
 #include "manager.h"
@@ -38,7 +43,7 @@ struct Job {
         char path[sizeof(JOB_PATH_PREFIX) + 16];
         char unit[96];
         char language[16];
-        const char *kind; /* "install", "refresh" */
+        const char *kind; /* "install", "refresh", "remove" */
         const char *state;
         double progress;
         char *log;
@@ -203,8 +208,8 @@ static int append_strv(sd_bus_message *m, char **v) {
 
 /* The installer's command line: everything it needs comes from here, never from the configuration
  * file, which holds the API key and is not the installer user's to read. */
-static int installer_argv(const Config *cfg, const char *language, const char *packages_dir, char **packages,
-                          char ***ret) {
+static int installer_argv(const Config *cfg, const char *language, const char *packages_dir, bool remove,
+                          char **packages, char ***ret) {
         size_t n = 0, cap = 16;
         char **argv;
 
@@ -248,6 +253,8 @@ static int installer_argv(const Config *cfg, const char *language, const char *p
                         ADD(cfg->npm_registry);
                 }
         }
+        if (remove)
+                ADD("--remove");
         ADD("--");
         for (char **p = packages; p && *p; p++)
                 ADD(*p);
@@ -376,6 +383,55 @@ static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd,
         return sd_bus_call(bus, call, 0, reterr, &reply);
 }
 
+/* The last job ID handed out, kept where the next manager of this boot finds it, so that a restarted
+ * manager never hands out an ID that journal records (DIFYSANDBOX_JOB=) already name. */
+#define JOB_ID_FILE CONFIG_FILE_PUBLISHED_DIR "/last-job-id"
+
+static int job_id_save(uint32_t id) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF;
+
+        if (mkdir(CONFIG_FILE_PUBLISHED_DIR, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        if (asprintf(&tmp, "%s.%d.tmp", JOB_ID_FILE, (int) getpid()) < 0)
+                return -ENOMEM;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        if (dprintf(fd, "%" PRIu32 "\n", id) < 0 || fsync(fd) < 0 || rename(tmp, JOB_ID_FILE) < 0) {
+                int r = -errno;
+                (void) unlink(tmp);
+                return r;
+        }
+        return 0;
+}
+
+/* The next job ID: one past the last of this manager, or of the managers before it in this boot. */
+static uint32_t job_id_next(Manager *m) {
+        int r;
+
+        if (m->next_job_id == 0) {
+                _cleanup_free_ char *text = NULL;
+                uint32_t last = 0;
+
+                r = read_full_file(JOB_ID_FILE, 64, &text, NULL);
+                if (r >= 0) {
+                        text[strcspn(text, "\n")] = '\0';
+                        r = parse_uint32(text, &last);
+                }
+                if (r < 0 && r != -ENOENT)
+                        log_warning_errno(r, "Cannot read the last job ID from %s, counting from 1: %m",
+                                          JOB_ID_FILE);
+                m->next_job_id = last;
+        }
+        if (++m->next_job_id == 0) /* after 2^32 - 1 jobs */
+                m->next_job_id = 1;
+        r = job_id_save(m->next_job_id);
+        if (r < 0) /* this manager still counts on; only one that restarts might repeat an ID */
+                log_warning_errno(r, "Cannot save the last job ID in %s, ignoring: %m", JOB_ID_FILE);
+        return m->next_job_id;
+}
+
 static Job *job_find_language(Manager *m, const char *language) {
         for (Job *j = m->jobs; j; j = j->next)
                 if (streq(j->language, language))
@@ -397,7 +453,9 @@ int job_start(Manager *m, const char *language, const char *kind, char **package
         for (char **p = packages; p && *p; p++) {
                 _cleanup_free_ char *why = NULL;
 
-                r = requirement_check(language_from_string(language), *p, &why);
+                r = streq(kind, "remove")
+                            ? requirement_name_parse(language_from_string(language), *p, NULL, &why)
+                            : requirement_check(language_from_string(language), *p, &why);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
@@ -412,7 +470,7 @@ int job_start(Manager *m, const char *language, const char *kind, char **package
 
         if (asprintf(&packages_dir, "%s/%s/packages", m->cfg.runtime_dir, language) < 0)
                 return -ENOMEM;
-        r = installer_argv(&m->cfg, language, packages_dir, packages, &argv);
+        r = installer_argv(&m->cfg, language, packages_dir, streq(kind, "remove"), packages, &argv);
         if (r < 0)
                 return r;
         if (pipe2(fds, O_CLOEXEC) < 0)
@@ -427,7 +485,7 @@ int job_start(Manager *m, const char *language, const char *kind, char **package
                 return -ENOMEM;
         j->manager = m;
         j->pipe_fd = -EBADF;
-        j->id = ++m->next_job_id;
+        j->id = job_id_next(m);
         j->kind = kind;
         j->state = "running";
         j->started_usec = now(CLOCK_MONOTONIC);

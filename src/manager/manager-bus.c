@@ -77,8 +77,8 @@ static int start_job(sd_bus_message *msg, Manager *m, const char *language, cons
         return sd_bus_reply_method_return(msg, "o", path);
 }
 
-static int method_install_dependencies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+/* InstallDependencies and RemoveDependencies: a language and at least one package. */
+static int packages_job(sd_bus_message *msg, Manager *m, const char *kind, sd_bus_error *error) {
         const char *language;
         char **packages = NULL;
         int r;
@@ -92,13 +92,22 @@ static int method_install_dependencies(sd_bus_message *msg, void *userdata, sd_b
         if (!packages || !packages[0]) {
                 free(packages);
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "No packages given: name at least one, or use RefreshDependencies");
+                                         "No packages given: name at least one%s",
+                                         streq(kind, "install") ? ", or use RefreshDependencies" : "");
         }
-        r = start_job(msg, m, language, "install", packages, error);
+        r = start_job(msg, m, language, kind, packages, error);
         for (char **p = packages; *p; p++)
                 free(*p);
         free(packages);
         return r;
+}
+
+static int method_install_dependencies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return packages_job(msg, userdata, "install", error);
+}
+
+static int method_remove_dependencies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return packages_job(msg, userdata, "remove", error);
 }
 
 /* RefreshDependencies is open to root and to the HTTP workers' user (worker_user): Dify's
@@ -215,6 +224,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("InstallDependencies", SD_BUS_ARGS("s", language, "as", packages),
                                 SD_BUS_RESULT("o", job), method_install_dependencies, 0),
+        SD_BUS_METHOD_WITH_ARGS("RemoveDependencies", SD_BUS_ARGS("s", language, "as", packages),
+                                SD_BUS_RESULT("o", job), method_remove_dependencies, 0),
         SD_BUS_METHOD_WITH_ARGS("RefreshDependencies", SD_BUS_ARGS("s", language), SD_BUS_RESULT("o", job),
                                 method_refresh_dependencies, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListJobs", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(oss)", jobs), method_list_jobs,

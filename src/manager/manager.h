@@ -31,10 +31,10 @@ typedef struct Job Job;
 typedef struct Manager {
         sd_event *event;
         sd_bus *bus;
-        Config cfg;   /* the configuration in force: the one last published */
-        Stats *stats; /* the workers' shared state, in cfg.state_dir; NULL if it cannot be opened */
-        Job *jobs;    /* running dependency jobs, at most one per language */
-        uint32_t next_job_id;
+        Config cfg;           /* the configuration in force: the one last published */
+        Stats *stats;         /* the workers' shared state, in cfg.state_dir; NULL if it cannot be opened */
+        Job *jobs;            /* running dependency jobs, at most one per language */
+        uint32_t next_job_id; /* the last job ID handed out (job.c); 0 until read back at the first job */
         uint64_t started_realtime_usec, started_monotonic_usec;
         uint64_t config_loaded_realtime_usec;
         bool reloading;

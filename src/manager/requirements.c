@@ -405,6 +405,25 @@ int requirement_check(Language language, const char *arg, char **reterr) {
         return requirement_parse(language, arg, NULL, reterr);
 }
 
+int requirement_name_parse(Language language, const char *arg, char **ret_name, char **reterr) {
+        _cleanup_(requirement_done) Requirement req = { 0 };
+        int r;
+
+        r = requirement_parse(language, arg, &req, reterr);
+        if (r < 0)
+                return r;
+        if (req.tarball)
+                return refuse(reterr, "", req.text, "name the package to remove, not a tarball");
+        if (language == LANGUAGE_PYTHON3
+                    ? req.text[strspn(req.text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                "0123456789._-")] != '\0'
+                    : !requirement_npm_name_is_valid(req.text))
+                return refuse(reterr, "", req.text, "expected a package name alone, without a version");
+        if (ret_name)
+                *ret_name = TAKE_PTR(req.name);
+        return 0;
+}
+
 void requirement_done(Requirement *req) {
         if (!req)
                 return;

@@ -37,6 +37,11 @@ int requirement_check(Language language, const char *arg, char **reterr);
 int requirement_parse(Language language, const char *arg, Requirement *ret, char **reterr);
 void requirement_done(Requirement *req);
 
+/* A package to remove: its name alone (python3 `name`, nodejs `name` or `@scope/name`), no version,
+ * extras or path. Returns 0 with *ret_name the key sets use (PEP 503 normalized for python3), or -EINVAL
+ * with *reterr as requirement_check() sets it, or -ENOMEM. */
+int requirement_name_parse(Language language, const char *arg, char **ret_name, char **reterr);
+
 /* An npm package name: `name` or `@scope/name`, URL-safe characters, at most 214 bytes. */
 bool requirement_npm_name_is_valid(const char *name);
 

@@ -233,6 +233,9 @@ static int reply_errorf(ApiResponse *resp, unsigned status, int code, const char
 static void reply_empty(ApiResponse *resp, unsigned status) {
         free(resp->body);
         resp->status = status;
+        /* An error answered without an envelope (401, 404) is recorded with minus its status, as an
+         * envelope's code would be, so that CODE= finds every refused request. */
+        resp->facts.code = status >= 400 ? -(int) status : 0;
         resp->content_type = NULL;
         resp->body = NULL;
         resp->body_len = 0;

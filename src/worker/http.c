@@ -46,7 +46,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -177,14 +176,6 @@ static const char *termination_to_string(enum MHD_RequestTerminationCode toe) {
         return "unknown";
 }
 
-/* log.c sends to journald only when our stderr is not already connected to it and the socket exists;
- * the record follows the same rule, so it goes where the other lines of the worker go. */
-static bool journal_wanted(void) {
-        struct stat st;
-
-        return getenv("JOURNAL_STREAM") && stat("/run/systemd/journal/socket", &st) == 0;
-}
-
 /* The request's journal record: typed fields an operator can query, never code or output (only their
  * sizes). Without journald, one line on stderr with the same facts. */
 static void request_log(const Http *h, const Request *rq, unsigned status,
@@ -193,7 +184,7 @@ static void request_log(const Http *h, const Request *rq, unsigned status,
         const char *route = f->route ? f->route : "unknown", *term = termination_to_string(toe);
         uint64_t duration = now(CLOCK_MONOTONIC) - rq->start_usec;
 
-        if (journal_wanted()) {
+        if (log_use_journal()) { /* where the other lines of the worker go */
                 if (f->ran)
                         (void) sd_journal_send(
                                 "MESSAGE=%s %s: %u, code %i, %s in %" PRIu64 " ms", rq->method, route,

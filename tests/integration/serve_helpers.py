@@ -66,8 +66,9 @@ def _yaml_scalar(v):
     return json.dumps(str(v))
 
 
-# One line per request: "<6>METHOD=POST ROUTE=/v1/sandbox/run STATUS=200 ... PEER=127.0.0.1:4711 REQUEST=3 ..."
-RECORD = re.compile(r'^<\d>(METHOD=.*)$')
+# One line per request: "METHOD=POST ROUTE=/v1/sandbox/run STATUS=200 ... PEER=127.0.0.1:4711 REQUEST=3 ...",
+# with a "<6>" prefix only where stderr is a journal stream (log.c).
+RECORD = re.compile(r'^(?:<\d>)?(METHOD=.*)$')
 SERVING = re.compile(r'Serving on (\S+): (.*)$', re.M)
 
 

@@ -115,6 +115,26 @@ def test_bad_key_is_401_with_empty_body(server, method, path, headers):
     assert r.content == b''
 
 
+def test_refused_requests_are_recorded_with_their_code(server):
+    """Issue 14: a 401 has no envelope, and its record said CODE=0, as a success's would. Its code is
+    -401 (and a 404's -404), so that CODE= finds every refused request."""
+    first = len(server.records())
+    assert requests.post(server.url + '/v1/sandbox/run', headers={'X-Api-Key': 'wrong'},
+                         json={'language': 'python3', 'code': 'print(1)'}).status_code == 401
+    assert requests.get(server.url + '/nowhere').status_code == 404
+    # Other records (a /health probe) may land in between: wait for these two by their status.
+    deadline = time.monotonic() + 10
+    while True:
+        records = server.records()[first:]
+        by_status = {r['STATUS']: r for r in records if r.get('STATUS') in ('401', '404')}
+        if len(by_status) == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert set(by_status) == {'401', '404'}, records
+    assert by_status['401']['CODE'] == '-401', records
+    assert by_status['404']['CODE'] == '-404', records
+
+
 @pytest.mark.parametrize('method,path', [
     ('GET', '/'),
     ('GET', '/v1/sandbox'),

@@ -162,6 +162,55 @@ def test_bad_file_refused(check_config, tmp_path, text, message):
     assert f"{path}{message}" in result.stderr
 
 
+def test_every_error_of_a_file_is_reported(check_config, tmp_path):
+    """Issue 14: one check-config run lists every error (file, line, key, value, reason), not just the
+    first; keys after a bad value or shape are still read, and the environment's too."""
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "app:\n"
+        "  port: 70000\n"  # 2: out of range, inside a section
+        "  debug: maybe\n"  # 3: not a boolean
+        "max_wrokers: 4\n"  # 4: unknown key, whose value is skipped
+        "unknown_section:\n"  # 5: unknown key with a mapping under it
+        "  a: [1, 2]\n"
+        "max_requests: [1, 2]\n"  # 7: a list where a number belongs
+        "allowed_syscalls:\n"
+        "  - {a: b}\n"  # 9: a mapping in a list
+        "  - read\n"
+        "worker_timeout: abc\n"  # 11: not a duration
+        "enable_network: true\n"  # fine
+    )
+    result = check_config(path, {"MAX_WORKERS": "0"})
+    assert result.returncode == 1 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    expected = [
+        f"{path}:2: app.port: '70000': must be between 1 and 65535",
+        f"{path}:3: app.debug: 'maybe': expected a boolean",
+        f"{path}:4: max_wrokers: unknown key",
+        f"{path}:5: unknown_section: unknown key",
+        f"{path}:7: max_requests: expected a single value, got a list",
+        f"{path}:9: allowed_syscalls: expected a list of system call names or numbers, found a mapping in it",
+        f"{path}:11: worker_timeout: 'abc': expected a duration",
+        "environment variable MAX_WORKERS: max_workers: '0': must be at least 1",
+    ]
+    assert len(lines) == len(expected) + 1, result.stderr
+    for line, start in zip(lines, expected):
+        assert line.startswith(start), (line, start)
+    assert lines[-1] == f"{len(expected)} errors, the configuration is refused"
+    assert not any(line.startswith("<") for line in lines), "no syslog priority prefix on a pipe"
+
+
+def test_malformed_yaml_still_reports_the_errors_before_it(check_config, tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("max_workers: 0\napp:\n  port: 8194\n key: x\n")
+    result = check_config(path)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"{path}:1: max_workers: '0': must be at least 1"
+    assert lines[1].startswith(f"{path}:4: malformed YAML: did not find expected key")
+    assert lines[2] == "2 errors, the configuration is refused"
+
+
 def test_missing_file_refused(check_config, tmp_path):
     path = tmp_path / "nonexistent.yaml"
     result = check_config(path)

@@ -16,6 +16,7 @@ The fake's behaviour is chosen by the request:
     the reply is sent, "vanish" makes the manager leave the bus mid-job, "bad==" is InvalidArgs,
     "denied" AccessDenied, "busy" JobRunning.
   RefreshDependencies python3: a job that is done; nodejs: JobRunning (job 99 is always running).
+  RemoveDependencies python3 [...]: a job that is done; "absent" makes it fail (not installed).
   ReloadConfig: ConfigInvalid with CONTROL_DIR/reload-error's text when that file exists, AccessDenied
     when CONTROL_DIR/reload-denied exists, else success.
 """
@@ -212,6 +213,18 @@ def serve(address, control_dir):
             job = self.new_job(language, 'refresh')
             job.run([(20, dict(progress=0.5, line='Refreshing from /etc/difysandbox/python-requirements.txt')),
                      (20, dict(progress=1.0)), (20, 'done')])
+            return job.path
+
+        @dbus.service.method(MANAGER, in_signature='sas', out_signature='o')
+        def RemoveDependencies(self, language, packages):
+            job = self.new_job(language, 'remove')
+            names = ' '.join(packages)
+            if 'absent' in packages:
+                job.run([(20, dict(progress=0.02, line="error: package 'absent' is not installed")),
+                         (20, 'failed')])
+            else:
+                job.run([(20, dict(progress=0.5, line=f'removing {names}')), (20, dict(progress=1.0)),
+                         (20, 'done')])
             return job.path
 
         @dbus.service.method(MANAGER, in_signature='', out_signature='a(oss)')
@@ -589,6 +602,22 @@ def test_refresh(ctl):
     assert lines[-1].startswith(f'Job {path} (refresh python3) done after ')
 
 
+def test_remove(ctl):
+    """deps remove is a job followed like install: RemoveDependencies with the names, its progress, its
+    end; a failed one exits 1 with the job's log."""
+    p = ctl('deps', 'remove', 'python3', 'requests', 'numpy')
+    assert p.returncode == 0, p.stderr
+    path = job_path(p.stdout)
+    lines = [line for line in p.stdout.splitlines() if line != 'progress 0%']
+    assert lines[0] == f'Started job {path} (remove python3).'
+    assert lines[1:-1] == ['removing requests numpy', 'progress 50%', 'progress 100%']
+    assert lines[-1].startswith(f'Job {path} (remove python3) done after ')
+
+    p = ctl('deps', 'remove', 'python3', 'absent')
+    assert p.returncode == EXIT_FAILURE
+    assert "error: package 'absent' is not installed" in p.stderr
+
+
 def test_progress_bar_on_a_terminal(ctl_bin, bus):
     master, slave = pty.openpty()
     fcntl_winsize = struct.pack('HHHH', 24, 60, 0, 0)
@@ -744,11 +773,12 @@ def test_if_due_bad_config(ctl, tmp_path):
     (('frob',), "difysandboxctl: unknown command 'frob'"),
     (('--frob', 'status'), "difysandboxctl: unknown option '--frob'"),
     (('status', 'extra'), "difysandboxctl: 'status' takes no arguments, got 'extra'"),
-    (('deps',), 'difysandboxctl: missing deps command: expected list, install or refresh'),
+    (('deps',), 'difysandboxctl: missing deps command: expected list, install, remove or refresh'),
     (('deps', 'list', 'ruby'), "difysandboxctl: unknown language 'ruby': expected python3 or nodejs"),
     (('deps', 'install', 'python3'), "difysandboxctl: 'deps install' needs at least one PACKAGE"),
+    (('deps', 'remove', 'python3'), "difysandboxctl: 'deps remove' needs at least one PACKAGE"),
     (('deps', 'refresh'), "difysandboxctl: 'deps refresh' needs a LANGUAGE (python3 or nodejs)"),
-    (('--no-wait', 'status'), "difysandboxctl: --no-wait applies to 'deps install' and 'deps refresh' only"),
+    (('--no-wait', 'status'), "difysandboxctl: --no-wait applies to 'deps install', 'deps remove' and 'deps refresh' only"),
     (('--if-due', 'deps', 'list', 'python3'), "difysandboxctl: --if-due applies to 'deps refresh' only"),
     (('status', '--config'), "difysandboxctl: option '--config' needs an argument"),
 ])

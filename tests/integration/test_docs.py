@@ -120,7 +120,8 @@ PROGRAMS = {
                               ()),
     'difysandboxctl.1': (lambda: [[ctl_binary()]],
                          lambda: sources_with_main('ctl'),
-                         ('status', 'stats', 'deps', 'list', 'install', 'refresh', 'reload', 'run')),
+                         ('status', 'stats', 'deps', 'list', 'install', 'remove', 'refresh', 'reload',
+                          'run')),
     'difysandbox-installer.8': (lambda: [[libexec_helper('difysandbox-installer')]],
                                 lambda: [str(SRC / 'manager' / 'installer-main.c')],
                                 ()),
@@ -304,3 +305,176 @@ def test_message_ids_in_the_docs_are_the_codes():
     assert quoted, 'no MESSAGE_ID quoted anywhere in the docs'
     unknown = {mid: docs for mid, docs in quoted.items() if mid not in defined}
     assert not unknown, f'MESSAGE_IDs that no source defines: {unknown}'
+
+
+# ------------------------------------------------------------------------- messages for people (issue 14)
+
+def project_version():
+    m = re.search(r"^project\([^)]*?version\s*:\s*'([^']+)'", (REPO / 'meson.build').read_text(), re.M | re.S)
+    assert m, 'meson.build names no project version'
+    return m.group(1)
+
+
+def failing_cli(env_extra=None, stderr=subprocess.PIPE):
+    """`difysandbox run` without --language: an error found before anything is done, as any user."""
+    env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), **(env_extra or {})}
+    return subprocess.run([sandbox_binary(), 'run'], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=stderr, env=env, timeout=30)
+
+
+def test_cli_errors_carry_no_priority_prefix_off_the_journal(tmp_path):
+    """'<3>' is for journald, which reads it off a stream it owns: a terminal, a pipe or a file gets
+    the words alone, and so does a process that inherited JOURNAL_STREAM for another stream."""
+    for env in ({}, {'JOURNAL_STREAM': '8:12345'}):
+        p = failing_cli(env)
+        err = p.stderr.decode()
+        assert p.returncode == 1
+        assert err.startswith('Missing --language'), (env, err)
+        assert not re.search(r'^<\d>', err, re.M), (env, err)
+
+
+def test_cli_errors_keep_the_priority_on_a_journal_stream(tmp_path):
+    """When JOURNAL_STREAM names stderr itself (dev:inode, as systemd sets it) the message is meant for
+    the journal: a native record where journald's socket exists, else a '<3>' line on the stream."""
+    path = tmp_path / 'stream'
+    with open(path, 'wb') as f:
+        st = os.fstat(f.fileno())
+        p = failing_cli({'JOURNAL_STREAM': f'{st.st_dev}:{st.st_ino}'}, stderr=f)
+    assert p.returncode == 1
+    err = path.read_text()
+    if os.path.exists('/run/systemd/journal/socket'):
+        assert err == '', f'sent to journald, not written: {err!r}'
+    else:
+        assert err.startswith('<3>Missing --language'), err
+
+
+def version_commands():
+    return [
+        ('difysandbox', [sandbox_binary(), '--version']),
+        ('difysandboxctl', [ctl_binary(), '--version']),
+        ('difysandbox-manager', [manager_binary(), '--version']),
+        ('difysandbox-worker', [worker_binary(), '--version']),
+        ('difysandbox-runner', [str(PREFIX / 'libexec' / 'difysandbox-runner'), '--version']),
+        ('difysandbox-installer', [libexec_helper('difysandbox-installer'), '--version']),
+        ('difysandbox-prepare-runtime', [libexec_helper('difysandbox-prepare-runtime'), '--version']),
+    ]
+
+
+@pytest.mark.parametrize('name, argv', version_commands(), ids=[n for n, _ in version_commands()])
+def test_every_command_prints_its_version(name, argv):
+    assert os.access(argv[0], os.X_OK), f'{argv[0]} is not installed'
+    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    assert (p.returncode, p.stdout, p.stderr) == (0, f'{name} {project_version()}\n', '')
+
+
+def test_run_as_non_root_says_root_is_needed():
+    """Not "step 'packages': Operation not permitted", which names a symptom: the cause, first."""
+    p = subprocess.run(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--',
+                        sandbox_binary(), 'run', '--language', 'python3', '-'], input=b'print(1)\n',
+                       capture_output=True, env={'PATH': '/usr/bin:/bin'}, timeout=60)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and p.stdout == b''
+    assert 'must run as root' in err, err
+    assert 'step' not in err and 'Operation not permitted' not in err, err
+
+
+# ------------------------------------------------------------------------ man pages as systemd's (issue 14)
+
+def see_also(text):
+    m = re.search(r'^# SEE ALSO\n(.*?)(?=^# |\Z)', text, re.M | re.S)
+    return m.group(1) if m else None
+
+
+def page_refs(text):
+    """The pages a text names the man way, *name*(section)."""
+    return set(re.findall(r'\*([A-Za-z0-9_.:-]+)\*\((\d)\)', text))
+
+
+def our_pages():
+    return {tuple(p.name[:-len('.scd')].rsplit('.', 1)) for p in MAN.glob('*.scd')}
+
+
+@pytest.mark.parametrize('source', sorted(p.name for p in MAN.glob('*.scd')))
+def test_see_also_lists_every_related_page(source):
+    """As systemd's pages do: SEE ALSO names every page of ours the text refers to, the overview
+    difysandbox(8), and every page of ours that lists this one (related is mutual)."""
+    text = page_text(source[:-len('.scd')])
+    me = tuple(source[:-len('.scd')].rsplit('.', 1))
+    listed = see_also(text)
+    assert listed is not None, f'{source} has no SEE ALSO'
+    listed = page_refs(listed)
+    body = (page_refs(text.replace(see_also(text), '')) & our_pages()) - {me}
+    missing = body - listed
+    assert not missing, f'{source} refers to {sorted(missing)} but does not list them in SEE ALSO'
+    if me != ('difysandbox', '8'):
+        assert ('difysandbox', '8') in listed, f'{source}: SEE ALSO lacks the overview difysandbox(8)'
+    back = {other for other in our_pages() - {me}
+            if me in page_refs(see_also(page_text('.'.join(other))) or '')}
+    assert not back - listed, f'{source} is listed by {sorted(back - listed)} but does not list them'
+
+
+def man_sections(text):
+    """{section name: its text} of an scdoc page; a '# ' line inside a ``` block is no heading."""
+    sections, name, fenced = {}, None, False
+    for line in text.splitlines():
+        if line.startswith('```'):
+            fenced = not fenced
+        if not fenced and line.startswith('# '):
+            name = line[2:].strip()
+            sections[name] = ''
+        elif name:
+            sections[name] += line + '\n'
+    return sections
+
+
+def test_difysandbox_8_has_environment_and_examples():
+    text = page_text('difysandbox.8')
+    sections = man_sections(text)
+    for name in ('ENVIRONMENT', 'EXAMPLES'):
+        assert name in sections, f'difysandbox(8) has no {name}'
+    env = sections['ENVIRONMENT']
+    # every variable the program reads itself, and the way to the configuration's overrides
+    for variable in ('JOURNAL_STREAM', 'API_KEY'):
+        assert variable in env, f'ENVIRONMENT does not mention {variable}'
+    assert '*difysandbox.conf*(5)' in env
+    examples = sections['EXAMPLES']
+    commands = re.findall(r'^# (difysandbox .*)$', examples, re.M) + \
+        re.findall(r'\| (difysandbox .*)$', examples, re.M)
+    for verb in ('run', 'serve', 'check-config'):
+        assert any(re.search(rf'\b{verb}\b', c) for c in commands), f'no EXAMPLE runs {verb}'
+    assert '*--version*' in text
+
+
+def installed_pages():
+    pages = []
+    for source in sorted(MAN.glob('*.scd')):
+        page = source.name[:-len('.scd')]
+        pages.append(PREFIX / 'share' / 'man' / f'man{page.rsplit(".", 1)[1]}' / page)
+    return pages
+
+
+@pytest.mark.parametrize('installed', installed_pages(), ids=lambda p: p.name)
+def test_man_page_footer_carries_the_version(installed):
+    """.TH "name" "section" "date" "difysandbox VERSION" "difysandbox manual", as systemd's "systemd 252"."""
+    source = MAN / f'{installed.name}.scd'
+    first = source.read_text().splitlines()[0]
+    assert re.fullmatch(r'\S+\(\d\) "difysandbox @VERSION@" "difysandbox manual"', first), first
+    assert installed.exists(), f'{installed} is not installed'
+    th = next(line for line in installed.read_text().splitlines() if line.startswith('.TH '))
+    fields = re.findall(r'"([^"]*)"', th)
+    assert fields[3:] == [f'difysandbox {project_version()}', 'difysandbox manual'], th
+
+
+def test_conf_5_says_which_keys_need_the_trees_rebuilt():
+    text = page_text('difysandbox.conf.5')
+    m = re.search(r'^## Keys that need the runtime trees rebuilt\n(.*?)^##? ', text, re.M | re.S)
+    assert m, 'difysandbox.conf(5) has no section on keys that need the runtime trees rebuilt'
+    section = m.group(1)
+    named = set(re.findall(r'^\*([a-z_.]+)\*', section, re.M)) | \
+        set(re.findall(r'^\*[a-z_.]+\*, \*([a-z_.]+)\*', section, re.M))
+    assert {'uid_min', 'uid_max'} <= named, named
+    keys, _ = config_tables()
+    assert named <= set(keys), f'not configuration keys: {named - set(keys)}'
+    assert 'difysandbox-prepare-runtime' in section and 'difysandboxctl reload' in section
+    # and the key's own entry points there
+    assert any('runtime trees rebuilt' in e for e in entry_for(text, 'uid_min'))

@@ -148,8 +148,10 @@ def clean_env():
 
 
 def run_installer(installer, language, packages_dir, packages=(), requirements=None, index_url=None,
-                  registry=None, as_user=None, timeout=180):
+                  registry=None, as_user=None, timeout=180, remove=False, npm=NPM):
     cmd = [installer, '--language', language, '--packages-dir', str(packages_dir)]
+    if remove:
+        cmd += ['--remove']
     if requirements:
         cmd += ['--requirements', str(requirements)]
     if index_url:
@@ -159,7 +161,7 @@ def run_installer(installer, language, packages_dir, packages=(), requirements=N
     if language == 'python3':
         cmd += ['--python', PYTHON]
     else:
-        cmd += ['--npm', NPM]
+        cmd += ['--npm', npm]
     cmd += ['--', *packages]
     if as_user is not None:
         cmd = ['setpriv', f'--reuid={as_user}', f'--regid={as_user}', '--clear-groups', '--', *cmd]
@@ -289,6 +291,65 @@ def test_refresh_keeps_extra_packages_and_later_wins(installer, index, workdir):
     assert python_import(gen, 'import tinypkg; print(tinypkg.VALUE)') == 'two'
     assert [l for l in (gen / 'extra-packages.txt').read_text().splitlines() if not l.startswith('#')] == \
         ['TinyPkg>=2']
+
+
+def test_remove_leaves_a_package_out_of_a_new_generation(installer, index, workdir):
+    """--remove (RemoveDependencies): a new generation with the requirement file's packages and the
+    other earlier ones, without the named one; the generation before keeps it for runs in flight."""
+    pkgdir = workdir / 'packages'
+    reqs = workdir / 'python-requirements.txt'
+    reqs.write_text('tinydep\n')
+    assert_success(run_installer(installer, 'python3', pkgdir, ['tinypkg==1.0', 'slowpkg'], requirements=reqs,
+                                 index_url=index), 1)
+    held = os.open(pkgdir / 'gen-1', os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_SH)  # a run in flight
+        res = run_installer(installer, 'python3', pkgdir, ['TinyPkg'], requirements=reqs, index_url=index,
+                            remove=True)  # PEP 503: the same name
+        assert_success(res, 2)
+        gen = pkgdir / 'gen-2'
+        assert python_import(gen, 'import importlib.util as u; print(u.find_spec("tinypkg") is None, '
+                                  'u.find_spec("slowpkg") is not None, u.find_spec("tinydep") is not None)') == \
+            'True True True'
+        assert [l for l in (gen / 'extra-packages.txt').read_text().splitlines() if not l.startswith('#')] == \
+            ['slowpkg']
+        assert python_import(pkgdir / 'gen-1', 'import tinypkg; print(tinypkg.VALUE)') == 'one'
+    finally:
+        os.close(held)
+    # a later refresh does not bring it back
+    assert_success(run_installer(installer, 'python3', pkgdir, requirements=reqs, index_url=index), 3)
+    assert python_import(pkgdir / 'gen-3', 'import importlib.util as u; print(u.find_spec("tinypkg"))') == 'None'
+
+
+def test_remove_refuses_what_it_cannot_remove(installer, index, workdir):
+    pkgdir = workdir / 'packages'
+    reqs = workdir / 'python-requirements.txt'
+    reqs.write_text('tinydep\n')
+    assert_success(run_installer(installer, 'python3', pkgdir, ['tinypkg==1.0'], requirements=reqs,
+                                 index_url=index), 1)
+    for name, reason in [('tinydep', f'comes from the requirement file {reqs}: remove it there, then refresh'),
+                         ('nosuchpkg', "package 'nosuchpkg' is not installed"),
+                         ('tinypkg==1.0', 'expected a package name alone, without a version'),
+                         ('-rfoo', 'options')]:
+        res = run_installer(installer, 'python3', pkgdir, [name], requirements=reqs, index_url=index,
+                            remove=True)
+        assert res.returncode == 1, str(res)
+        assert res.last.startswith('error: ') and reason in res.last, str(res)
+        assert current_of(pkgdir) == 'gen-1' and generations(pkgdir) == ['gen-1'], str(res)
+
+
+def test_missing_npm_says_how_to_install_it(installer, workdir):
+    """Debian ships npm apart from nodejs: name it and the way to get it, not exec's ENOENT."""
+    pkgdir = workdir / 'packages'
+    res = run_installer(installer, 'nodejs', pkgdir, ['left-pad@1.3.0'], registry=NO_REGISTRY,
+                        npm='/nonexistent/bin/npm')
+    assert res.returncode == 1, str(res)
+    check_protocol(res)
+    assert res.last.startswith('error: npm is not installed (/nonexistent/bin/npm: No such file or directory)'), \
+        str(res)
+    assert 'apt install npm' in res.last, str(res)
+    assert not (pkgdir / 'current').exists()
+    assert not pkgdir.exists() or generations(pkgdir) == []
 
 
 def test_refuses_options_before_touching_anything(installer, index, workdir):

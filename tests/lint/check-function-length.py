@@ -19,7 +19,6 @@ LONGER = {
     'ctl/main.c:verb_status': 90,
     'ctl/main.c:verb_stats': 110,
     'ctl/main.c:refresh_is_due': 93,
-    'manager/installer-main.c:parse_argv': 85,
     'manager/installer-main.c:installer_run': 103,
     'manager/installer-tool.c:run_tool': 87,
     'manager/job.c:start_unit': 111,

@@ -257,6 +257,84 @@ def test_nodejs_install_of_a_local_tarball_then_a_run_requires_it(container):
     assert ["dsb-node-demo", "1.2.3"] in listed, listed
 
 
+def test_remove_dependencies_makes_a_generation_without_the_package(container, index):
+    """Issue 14: RemoveDependencies / deps remove, a job like install: the package is gone from the new
+    generation and from the runs that start after it, the other packages stay."""
+    index.add("dsb-gone", "1.0", "dsb_gone", "VALUE = 'here'\n")
+    container.sh("difysandboxctl deps install python3 dsb-gone dsb-demo </dev/null")
+    assert run("import dsb_gone; print(dsb_gone.VALUE)")["stdout"] == "here\n"
+    before = generation(container, "python3")
+
+    p = container.sh("difysandboxctl deps remove python3 dsb-gone </dev/null")
+    assert "(remove python3)" in p.stdout and "progress 100%" in p.stdout, p.stdout
+    assert " done after " in p.stdout.splitlines()[-1], p.stdout
+    after = generation(container, "python3")
+    assert after > before
+    listed = call(container, "ListDependencies", "s", "python3")["data"][0]
+    assert not [d for d in listed if d[0] == "dsb-gone"], listed
+    assert ["dsb-demo", "1.0"] in listed, listed
+    gen = f"/var/lib/difysandbox/python3/packages/gen-{after}"
+    assert container.sh(f"test ! -e {gen}/python/dsb_gone && grep -c dsb-gone {gen}/extra-packages.txt",
+                        check=False).stdout.strip() == "0"
+    out = run("import importlib.util as u; print(u.find_spec('dsb_gone') is None, u.find_spec('dsb_demo') is not None)")
+    assert out["stdout"] == "True True\n", out
+
+    # A name no install added fails as a job, and the current generation stays.
+    p = container.sh("difysandboxctl deps remove python3 dsb-gone </dev/null", check=False)
+    assert p.returncode == 1 and "is not installed" in p.stdout + p.stderr, p
+    assert generation(container, "python3") == after
+    # A version is not a name: refused before any job.
+    p = call(container, "RemoveDependencies", "sas", "python3", "1", "dsb-demo==1.0", check=False)
+    assert p.returncode != 0 and "without a version" in p.stderr, p
+
+
+def test_pip_output_is_in_the_installer_units_journal(container, index):
+    """Issue 14: docs/troubleshooting.md sends the operator to `journalctl -u 'difysandbox-deps-*'` for
+    pip's output; it held only systemd's Started and Deactivated lines."""
+    index.add("dsb-journal", "1.0", "dsb_journal", "VALUE = 1\n")
+    job = call(container, "InstallDependencies", "sas", "python3", "1", "dsb-journal")["data"][0]
+    job_id = job.rsplit("/", 1)[1]
+    wait_job(container, job)
+    started = container.journal("-o", "json", f"DIFYSANDBOX_JOB={job_id}")
+    unit = next(json.loads(line)["UNIT_NAME"] for line in started.splitlines()
+                if json.loads(line).get("UNIT_NAME", "").startswith("difysandbox-deps-python3-"))
+    deadline = time.time() + 10
+    while True:
+        text = container.journal("-u", unit, "-o", "json")
+        records = [json.loads(line) for line in text.splitlines()]
+        pip = [r["MESSAGE"] for r in records if r.get("SYSLOG_IDENTIFIER") == "pip"]
+        if pip or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    assert any(m.startswith("Collecting dsb-journal") for m in pip), text[-3000:]
+    assert any(m.startswith("Successfully installed") and "dsb-journal-1.0" in m for m in pip), pip
+
+
+def test_failed_job_log_has_no_priority_prefixes(container, index):
+    """The installer's own error went to the job's Log as "<3>Installing dependencies failed: ...": its
+    messages go to the journal now, and Log holds the protocol and pip's lines."""
+    p = container.sh("difysandboxctl deps install python3 dsb-nowhere </dev/null", check=False)
+    assert p.returncode == 1, p
+    assert "No matching distribution" in p.stdout + p.stderr, p
+    assert not [line for line in (p.stdout + p.stderr).splitlines() if line.lstrip().startswith("<")], p
+    log = container.journal("-o", "cat", "-u", "difysandbox-deps-python3-*", "--priority=err")
+    assert "Installing dependencies failed" in log, log[-2000:]
+
+
+def test_job_ids_stay_unique_across_manager_restarts(container, index):
+    """Issue 14: a restarted manager counted from 1 again, so DIFYSANDBOX_JOB=1 named two jobs."""
+    first = call(container, "RefreshDependencies", "s", "python3")["data"][0]
+    wait_job(container, first)
+    container.sh("systemctl restart difysandbox-manager.service")
+    second = call(container, "RefreshDependencies", "s", "python3")["data"][0]
+    wait_job(container, second)
+    n1, n2 = int(first.rsplit("/", 1)[1]), int(second.rsplit("/", 1)[1])
+    assert n2 > n1, (first, second)
+    ids = [json.loads(line)["DIFYSANDBOX_JOB"] for line in
+           container.journal("-o", "json", "MESSAGE_ID=c1d8a4f2b9e34d7a8e5b60f3a2c9d417").splitlines()]
+    assert len(ids) == len(set(ids)) and str(n2) in ids, ids
+
+
 def npm_tarball(name, version, js):
     """An npm package tarball, as `npm pack` makes it: package/ at the top."""
     import tarfile
@@ -364,6 +442,10 @@ def test_installer_runs_unprivileged_in_a_sandboxed_unit(container, index):
             unit = out.split()[0] if out.strip() else ""
             time.sleep(0.1)
         assert unit, "no installer unit appeared"
+        # Listed while systemd still sets it up (as root); Type=exec: active once the installer runs.
+        while time.time() < deadline and \
+                container.sh(f"systemctl show -p ActiveState --value {unit}").stdout.strip() != "active":
+            time.sleep(0.1)
         out = container.sh(f"systemctl show {unit} -p User -p NoNewPrivileges -p ProtectSystem "
                            "-p CapabilityBoundingSet -p PrivateTmp -p ReadWritePaths").stdout
         props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
@@ -408,6 +490,10 @@ def test_reload_refuses_a_bad_config_and_keeps_the_old_one(container):
     p = container.sh("difysandboxctl reload", check=False)  # it names the error too
     assert p.returncode == 1, p
     assert "org.difysandbox.Sandbox1.Error.ConfigInvalid" in p.stderr and "max_workers" in p.stderr, p
+    # One sentence (issue 14): the manager's message is the reason, difysandboxctl frames it once.
+    assert p.stderr.splitlines() == [
+        "difysandboxctl: the manager refused the configuration and keeps the one in force: "
+        f"{CONFIG}:1: max_workers: '0': must be at least 1 (org.difysandbox.Sandbox1.Error.ConfigInvalid)"], p
     # systemctl reload reports the refusal too, and the old configuration keeps serving.
     p = container.sh("systemctl reload difysandbox-manager.service", check=False)
     assert p.returncode != 0
@@ -574,7 +660,8 @@ def test_reads_are_open_and_changes_are_root_only(container):
     call(container, "ListJobs", user=NOBODY)
     busctl(container, "get-property", BUS, PATH, IFACE, "Version", user=NOBODY)
     for method, sig, args in (("ReloadConfig", "", ()), ("RefreshDependencies", "s", ("python3",)),
-                              ("InstallDependencies", "sas", ("python3", "1", "dsb-demo"))):
+                              ("InstallDependencies", "sas", ("python3", "1", "dsb-demo")),
+                              ("RemoveDependencies", "sas", ("python3", "1", "dsb-demo"))):
         p = call(container, method, sig, *args, user=NOBODY, check=False)
         assert p.returncode != 0 and "Access denied" in p.stderr, (method, p)
     p = container.sh(f"{NOBODY} difysandboxctl reload", check=False)
@@ -588,6 +675,21 @@ def test_ctl_status_and_json(container):
     assert "Version:" in p.stdout and "UID pool:" in p.stdout and "of 1000 free" in p.stdout, p.stdout
     data = json.loads(container.sh("difysandboxctl --json stats").stdout)
     assert data["runs_by_result"]["ok"] >= 1 and "python3" in data["dependency_generations"], data
+
+
+def test_refused_request_record_carries_its_code(container):
+    """Issue 14: a 401 has no envelope, and its journal record said CODE=0, as a success's would."""
+    status, _ = request("POST", "/v1/sandbox/run", {"language": "python3", "code": "print(1)"}, key="wrong")
+    assert status == 401
+    deadline = time.time() + 10
+    while True:
+        text = container.journal("-o", "json", "MESSAGE_ID=afb7818a1c774a8ab23a8cdfef9b6260", "STATUS=401")
+        records = [json.loads(line) for line in text.splitlines()]
+        if records or time.time() > deadline:
+            break
+        time.sleep(0.3)
+    assert records, "no request record with STATUS=401"
+    assert {r["CODE"] for r in records} == {"-401"}, [(r["STATUS"], r["CODE"]) for r in records]
 
 
 def test_invalid_arguments_are_refused_with_the_reason(container):

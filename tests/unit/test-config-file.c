@@ -320,6 +320,45 @@ static void test_dropin_error_names_dropin(void **state) {
         free(dropins);
 }
 
+/* Every error of every source is collected: the main file's, a drop-in's, the environment's; the first
+ * is the message, and the UID range is not judged on a refused configuration. */
+static void test_every_error_is_collected(void **state) {
+        TestDir *d = *state;
+        char *dropins = make_dir(d->path, "config.d"), *main_file, *bad, *expected;
+        char *env[] = { (char *) "MAX_WORKERS=0", NULL };
+        ConfigError err = { 0 };
+        Config cfg;
+
+        main_file = write_file(d->path, "config.yaml",
+                               "app:\n  port: 0\nnope: [1, {a: b}]\nmax_requests:\n  x: 1\ntasks_max: 4\n"
+                               "uid_min: 20000\n");
+        bad = write_file(dropins, "10-bad.yaml", "memory_max: 1K\n");
+        assert_int_equal(load(&cfg, main_file, dropins, env, &err), -EINVAL);
+        assert_int_equal(err.n, 6);
+        assert_true(asprintf(&expected,
+                             "%1$s:2: app.port: '0': must be between 1 and 65535\n"
+                             "%1$s:3: nope: unknown key\n"
+                             "%1$s:5: max_requests: expected a single value, got a mapping\n"
+                             "%1$s:6: tasks_max: '4': must be at least 8\n"
+                             "%2$s:1: memory_max: '1K': must be at least 16M\n",
+                             main_file, bad) > 0);
+        assert_non_null(err.all);
+        assert_true(strncmp(err.all, expected, strlen(expected)) == 0);
+        assert_string_equal(err.all + strlen(expected),
+                            "environment variable MAX_WORKERS: max_workers: '0': must be at least 1\n");
+        assert_true(strncmp(err.message, expected, strcspn(expected, "\n")) == 0);
+        assert_int_equal(strlen(err.message), strcspn(expected, "\n"));
+
+        config_error_done(&err);
+        assert_null(err.message);
+        assert_null(err.all);
+        config_done(&cfg);
+        free(expected);
+        free(bad);
+        free(main_file);
+        free(dropins);
+}
+
 static void test_env_overrides_win(void **state) {
         TestDir *d = *state;
         char *main_file =
@@ -946,6 +985,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_unreadable_main_file, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_dropin_order, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_dropin_error_names_dropin, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_every_error_is_collected, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_env_overrides_win, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_env_empty_values, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_env_rejections, setup_dir, teardown_dir),

@@ -28,7 +28,6 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -37,6 +36,7 @@
 #include "buffer.h"
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/log.h"
 #include "common/time-util.h"
 #include "egress-policy.h"
 #include "egress.h"
@@ -987,7 +987,6 @@ _Noreturn void relay_serve(Relay *relay, int listener_fd, int signal_fd, int den
 
 int relay_new(const Config *cfg, const char *run_id, Relay **ret) {
         _cleanup_(relay_freep) Relay *relay = NULL;
-        struct stat st;
         int r;
 
         relay = calloc(1, sizeof(Relay));
@@ -1003,8 +1002,7 @@ int relay_new(const Config *cfg, const char *run_id, Relay **ret) {
         r = upstream_load(cfg, &relay->upstreams);
         if (r < 0)
                 return r;
-        /* As log.c decides: the journal when stderr is not already it and its socket exists. */
-        relay->journal = getenv("JOURNAL_STREAM") && stat("/run/systemd/journal/socket", &st) == 0;
+        relay->journal = log_use_journal(); /* as every line of ours decides (log.c) */
         *ret = TAKE_PTR(relay);
         return 0;
 }

@@ -108,7 +108,8 @@ class Server:
         self.port = free_port()
         self.url = f'http://127.0.0.1:{self.port}'
         self.log_path = self.dir / 'serve.log'
-        self.config = dict(config or {})
+        # No key is in force unless one is configured (issue 14): the tests' key is written out.
+        self.config = {'app.key': API_KEY, **(config or {})}
         self.args = [self.binary, 'serve', '--listen', f'127.0.0.1:{self.port}']
         if self.config:
             path = self.dir / 'config.yaml'

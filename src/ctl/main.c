@@ -106,6 +106,13 @@ static bool json_u64(json_object *o, const char *key, uint64_t *ret) {
         return true;
 }
 
+static bool json_true(json_object *o, const char *key) {
+        json_object *v;
+
+        return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) &&
+               json_object_get_boolean(v);
+}
+
 static int print_json_or_oom(json_object *o) {
         int r = format_json_print(o);
 
@@ -212,7 +219,8 @@ static int verb_status(void) {
         if (arg_json) {
                 static const char *const keys[] = { "uptime_usec",           "active_runs",
                                                     "uid_pool_free",         "uid_pool_size",
-                                                    "config_loaded_at_usec", "dependency_generations" };
+                                                    "config_loaded_at_usec", "dependency_generations",
+                                                    "config_changed_on_disk" };
                 _cleanup_(json_object_putp) json_object *o = json_object_new_object();
 
                 if (!o || json_object_object_add(o, "version", json_object_new_string(version)) < 0)
@@ -237,6 +245,10 @@ static int verb_status(void) {
                 (void) printf("UID pool:       %" PRIu64 " of %" PRIu64 " free\n", free_uids, pool_size);
         if (json_u64(stats, "config_loaded_at_usec", &u))
                 (void) printf("Config loaded:  %s%s\n", format_timestamp(stamp, u), age_suffix(ago, u));
+        if (json_true(stats, "config_changed_on_disk"))
+                (void) printf("Warning: the configuration files changed on disk and differ from the one in "
+                              "force.\n"
+                              "         Run 'difysandboxctl reload' to put them in force.\n");
 
         generations = json_member(stats, "dependency_generations");
         if (generations) {

@@ -45,6 +45,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 static void manager_done(Manager *m) {
         jobs_free(m);
+        manager_config_watch_done(m);
         m->bus = sd_bus_flush_close_unref(m->bus);
         m->event = sd_event_unref(m->event);
         stats_close(m->stats);
@@ -146,6 +147,7 @@ int main(int argc, char *argv[]) {
 
         (void) sd_notify(false, "READY=1\nSTATUS=Serving");
         log_info("difysandbox-manager %s serving %s", VERSION, MANAGER_BUS_NAME);
+        (void) manager_config_watch(&m);
         r = sd_event_loop(m.event);
         if (r < 0) {
                 log_error_errno(r, "The event loop failed: %m");

@@ -109,7 +109,8 @@ class Server:
         self.url = f'http://127.0.0.1:{self.port}'
         self.log_path = self.dir / 'serve.log'
         # No key is in force unless one is configured (issue 14): the tests' key is written out.
-        self.config = {'app.key': API_KEY, **(config or {})}
+        # None leaves a key out.
+        self.config = {k: v for k, v in {'app.key': API_KEY, **(config or {})}.items() if v is not None}
         self.args = [self.binary, 'serve', '--listen', f'127.0.0.1:{self.port}']
         if self.config:
             path = self.dir / 'config.yaml'

@@ -33,6 +33,7 @@ typedef struct PoolSlot {
         int control_fd;               /* the runner's end of the socketpair to the process; -EBADF none */
         uint64_t config_generation;   /* of the configuration it was made with */
         uint64_t packages_generation; /* the dependency generation its run holds (idle slots) */
+        uint64_t tree_generation;     /* the runtime tree's generation when it was forked (runner.c) */
         void *userdata;               /* the runner's: the connection a handler serves */
         void *child_source, *control_source; /* the runner's event sources */
 } PoolSlot;

@@ -551,6 +551,7 @@ def test_docs_are_installed_where_the_man_pages_point(installed):
         if name.endswith(".md"):
             c.sh(f"test -s /usr/share/doc/difysandbox/{name}")
     pages = c.sh("for p in $(dpkg -L difysandbox | grep '^/usr/share/man/.*gz$'); do zcat $p; done").stdout
+    pages = pages.replace("\\&", "")  # roff's zero-width escape, which scdoc puts before a '.'
     assert pages
     assert not re.search(r"of the sources|source tree", pages), "a man page points to the sources"
     named = set(re.findall(r"/usr/share/doc/difysandbox/[A-Za-z0-9._-]+", pages))

@@ -601,8 +601,11 @@ def test_worker_binary_on_fd0(tmp_path):
     if not os.access(binary, os.X_OK) or not os.access(runner_binary, os.X_OK):
         pytest.skip(f'no difysandbox-worker or difysandbox-runner next to {binary} (set DIFYSANDBOX_WORKER)')
     runner_socket = str(tmp_path / 'runner.sock')
+    # No key is in force unless configured (issue 14): the runner, whose configuration the worker gets,
+    # is given the tests' key.
     runner = subprocess.Popen(['systemd-socket-activate', '--seqpacket', '-l', runner_socket, runner_binary],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              env=dict(os.environ, API_KEY=API_KEY))
     try:
         deadline = time.monotonic() + 10
         while not os.path.exists(runner_socket) and time.monotonic() < deadline:
@@ -616,9 +619,8 @@ def test_worker_binary_on_fd0(tmp_path):
             def serve_one():
                 conn, _ = ls.accept()
                 with conn:
-                    # No key is in force unless configured (issue 14): the tests' key, written out.
                     proc = subprocess.Popen([binary, '--runner-socket', runner_socket], stdin=conn, stdout=conn,
-                                            stderr=subprocess.PIPE, env=dict(os.environ, API_KEY=API_KEY))
+                                            stderr=subprocess.PIPE)
                 result['stderr'] = proc.communicate(timeout=60)[1]
                 result['rc'] = proc.returncode
 

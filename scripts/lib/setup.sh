@@ -74,6 +74,21 @@ prepare_runtimes() {
         done
 }
 
+# No key is in force until one is configured (issue 14): as the packages do, write a random one to a
+# root-only drop-in unless the configuration already has one, and say how to read it.
+ensure_api_key() {
+        local dropin=/etc/difysandbox/config.d/10-key.yaml out key
+        out=$(env -u API_KEY "$PREFIX/bin/difysandbox" check-config --show-secrets 2>/dev/null) ||
+                die "the configuration is refused: $PREFIX/bin/difysandbox check-config says why"
+        if grep -q '^app\.key: ' <<<"$out"; then
+                return 0
+        fi
+        key=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
+        install -d -m 0755 /etc/difysandbox/config.d
+        (umask 077 && printf 'app:\n  key: "%s"\n' "$key" >"$dropin")
+        step "generated a random API key in $dropin; read it with: difysandbox check-config --show-secrets"
+}
+
 # Build for arm64 in $1 with tests/rig/cross-arm64.ini (-Dwerror=true) and check that what came out is
 # aarch64 code. Returns non-zero, having said why, instead of dying: it is one check of ./scripts/test.
 cross_build_arm64() {

@@ -22,6 +22,7 @@
 #include <yaml.h>
 
 #include "cleanup.h"
+#include "config-drift.h"
 #include "config.h"
 #include "egress/egress-policy.h"
 #include "egress/egress.h"
@@ -1554,6 +1555,12 @@ int config_format(const Config *cfg, FILE *f, bool show_secrets) {
 
                 if (def->type == KEY_SECTION || def->type == KEY_STRING_LIST)
                         continue;
+                /* An unset secret (app.key) has no value config_load() reads back: left out. */
+                if (def->type == KEY_SECRET && !*(char *const *) field) {
+                        if (!show_secrets)
+                                (void) fprintf(f, "%s: <unset>\n", def->name);
+                        continue;
+                }
                 (void) fprintf(f, "%s: ", def->name);
                 switch (def->type) {
                 case KEY_STRING:
@@ -1668,6 +1675,7 @@ int config_check_main(const char *file, bool show_secrets) {
                 return r;
         }
 
+        config_check_warnings(&cfg, file);
         r = config_format(&cfg, stdout, show_secrets);
         config_done(&cfg);
         if (r >= 0 && fflush(stdout) != 0)

@@ -59,7 +59,9 @@ int config_init_defaults(Config *cfg) {
                 .egress_max_bytes = 64ULL << 20,
                 .egress_idle_timeout_usec = 30ULL * 1000000ULL,
         };
-        cfg->api_key = strdup("dify-sandbox");
+        /* No key until one is configured: no request is authorised (api.c), so that no host ever serves
+         * with a key everybody knows (upstream's "dify-sandbox" works only when written out). */
+        cfg->api_key = NULL;
         cfg->python_path = strdup("/usr/bin/python3");
         cfg->nodejs_path = strdup("/usr/bin/node");
         cfg->python_pip_mirror_url = strdup("");
@@ -84,7 +86,7 @@ int config_init_defaults(Config *cfg) {
         cfg->preload_nodejs = calloc(1, sizeof(char *));
         cfg->runner_socket = strdup("/run/difysandbox/runner.sock");
         cfg->worker_user = strdup("difysandbox-worker");
-        if (!cfg->api_key || !cfg->python_path || !cfg->nodejs_path || !cfg->python_pip_mirror_url ||
+        if (!cfg->python_path || !cfg->nodejs_path || !cfg->python_pip_mirror_url ||
             !cfg->allowed_syscalls || !cfg->proxy_socks5 || !cfg->proxy_http || !cfg->proxy_https ||
             !cfg->proxy_no_proxy || !cfg->log_path || !cfg->allowed_env_vars || !cfg->state_dir ||
             !cfg->runtime_dir || !cfg->enter_library || !cfg->python_requirements || !cfg->nodejs_packages ||

@@ -276,6 +276,7 @@ static const struct {
 } stats_keys[] = {
         /* D-Bus key              type           JSON member */
         { "ActiveRuns",            "u",          "active_runs"            },
+        { "ConfigChangedOnDisk",   "b",          "config_changed_on_disk" },
         { "ConfigLoadedAtUSec",    "t",          "config_loaded_at_usec"  },
         { "DependencyGenerations", "a{st}",      "dependency_generations" },
         { "EgressDenials",         "t",          "egress_denials"         },

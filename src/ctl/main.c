@@ -110,6 +110,13 @@ static bool json_u64(json_object *o, const char *key, uint64_t *ret) {
         return true;
 }
 
+static bool json_true(json_object *o, const char *key) {
+        json_object *v;
+
+        return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) &&
+               json_object_get_boolean(v);
+}
+
 static int print_json_or_oom(json_object *o) {
         int r = format_json_print(o);
 
@@ -188,6 +195,47 @@ static const char *age_suffix(char buf[static FORMAT_TIMESPAN_MAX + 8], uint64_t
         return buf;
 }
 
+/* status --json: the manager's figures under stable names. */
+static int print_status_json(const char *version, json_object *stats, json_object *jobs) {
+        static const char *const keys[] = { "uptime_usec",           "active_runs",
+                                            "uid_pool_free",         "uid_pool_size",
+                                            "config_loaded_at_usec", "dependency_generations",
+                                            "config_changed_on_disk" };
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+
+        if (!o || json_object_object_add(o, "version", json_object_new_string(version)) < 0)
+                return ctl_oom();
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                json_object *v = json_member(stats, keys[i]);
+
+                if (v && json_object_object_add(o, keys[i], json_object_get(v)) < 0)
+                        return ctl_oom();
+        }
+        if (json_object_object_add(o, "jobs", json_object_get(jobs)) < 0)
+                return ctl_oom();
+        return print_json_or_oom(o);
+}
+
+static void print_status_jobs(json_object *jobs) {
+        if (json_object_array_length(jobs) == 0)
+                (void) printf("Jobs:           none\n");
+        for (size_t i = 0; i < json_object_array_length(jobs); i++) {
+                json_object *job = json_object_array_get_idx(jobs, i),
+                            *progress = json_member(job, "progress");
+                const char *state = json_object_get_string(json_member(job, "state"));
+
+                (void) printf("%s%s (%s %s)", i == 0 ? "Jobs:           " : "                ",
+                              json_object_get_string(json_member(job, "job")),
+                              json_object_get_string(json_member(job, "kind")),
+                              json_object_get_string(json_member(job, "language")));
+                if (state)
+                        (void) printf(": %s", state);
+                if (progress)
+                        (void) printf(", %i%%", (int) (json_object_get_double(progress) * 100.0));
+                (void) printf("\n");
+        }
+}
+
 static int verb_status(void) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(json_object_putp) json_object *stats = NULL, *jobs = NULL;
@@ -213,24 +261,8 @@ static int verb_status(void) {
         if (r != 0)
                 return r;
 
-        if (arg_json) {
-                static const char *const keys[] = { "uptime_usec",           "active_runs",
-                                                    "uid_pool_free",         "uid_pool_size",
-                                                    "config_loaded_at_usec", "dependency_generations" };
-                _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-
-                if (!o || json_object_object_add(o, "version", json_object_new_string(version)) < 0)
-                        return ctl_oom();
-                for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
-                        json_object *v = json_member(stats, keys[i]);
-
-                        if (v && json_object_object_add(o, keys[i], json_object_get(v)) < 0)
-                                return ctl_oom();
-                }
-                if (json_object_object_add(o, "jobs", json_object_get(jobs)) < 0)
-                        return ctl_oom();
-                return print_json_or_oom(o);
-        }
+        if (arg_json)
+                return print_status_json(version, stats, jobs);
 
         (void) printf("Version:        %s\n", version);
         if (json_u64(stats, "uptime_usec", &u))
@@ -241,6 +273,10 @@ static int verb_status(void) {
                 (void) printf("UID pool:       %" PRIu64 " of %" PRIu64 " free\n", free_uids, pool_size);
         if (json_u64(stats, "config_loaded_at_usec", &u))
                 (void) printf("Config loaded:  %s%s\n", format_timestamp(stamp, u), age_suffix(ago, u));
+        if (json_true(stats, "config_changed_on_disk"))
+                (void) printf("Warning: the configuration files changed on disk and differ from the one in "
+                              "force.\n"
+                              "         Run 'difysandboxctl reload' to put them in force.\n");
 
         generations = json_member(stats, "dependency_generations");
         if (generations) {
@@ -259,23 +295,7 @@ static int verb_status(void) {
                 (void) printf("\n");
         }
 
-        if (json_object_array_length(jobs) == 0)
-                (void) printf("Jobs:           none\n");
-        for (size_t i = 0; i < json_object_array_length(jobs); i++) {
-                json_object *job = json_object_array_get_idx(jobs, i),
-                            *progress = json_member(job, "progress");
-                const char *state = json_object_get_string(json_member(job, "state"));
-
-                (void) printf("%s%s (%s %s)", i == 0 ? "Jobs:           " : "                ",
-                              json_object_get_string(json_member(job, "job")),
-                              json_object_get_string(json_member(job, "kind")),
-                              json_object_get_string(json_member(job, "language")));
-                if (state)
-                        (void) printf(": %s", state);
-                if (progress)
-                        (void) printf(", %i%%", (int) (json_object_get_double(progress) * 100.0));
-                (void) printf("\n");
-        }
+        print_status_jobs(jobs);
         return fflush(stdout) == 0 ? 0 : -EIO;
 }
 

@@ -32,6 +32,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 static void manager_done(Manager *m) {
         jobs_free(m);
+        manager_config_watch_done(m);
         m->bus = sd_bus_flush_close_unref(m->bus);
         m->event = sd_event_unref(m->event);
         stats_close(m->stats);
@@ -49,14 +50,56 @@ static void help(void) {
                "     --version  Show the version\n");
 }
 
+/* SIGTERM and SIGINT end the loop, SIGHUP reloads; the watchdog when the unit asks for one. */
+static int event_setup(Manager *m) {
+        sigset_t mask;
+        int r;
+
+        if (sigemptyset(&mask) < 0 || sigaddset(&mask, SIGHUP) < 0 || sigaddset(&mask, SIGTERM) < 0 ||
+            sigaddset(&mask, SIGINT) < 0 || sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(-errno, "Cannot block signals: %m");
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the event loop: %m");
+        if (sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL) < 0 ||
+            sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL) < 0 ||
+            sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m) < 0)
+                return log_error_errno(-EIO, "Cannot watch signals");
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                log_warning_errno(r, "Cannot set up the watchdog: %m");
+        return 0;
+}
+
+/* Our objects on the system bus, served from the event loop, under our well-known name. */
+static int bus_setup(Manager *m) {
+        int r;
+
+        r = sd_bus_open_system(&m->bus);
+        if (r < 0)
+                return log_error_errno(r, "Cannot connect to the system bus: %m");
+        r = manager_bus_register(m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot register the D-Bus objects: %m");
+        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return log_error_errno(r, "Cannot attach the bus to the event loop: %m");
+        r = sd_bus_request_name(m->bus, MANAGER_BUS_NAME, 0);
+        if (r < 0)
+                return log_error_errno(r,
+                                       "Cannot own %s on the system bus (is another manager running, and is "
+                                       "the bus policy installed?): %m",
+                                       MANAGER_BUS_NAME);
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 {},
         };
-        Manager m = { .next_job_id = 0 };
-        sigset_t mask;
+        _cleanup_(manager_done) Manager m = { .next_job_id = 0 };
         int c, r;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
@@ -82,67 +125,21 @@ int main(int argc, char *argv[]) {
         if (r < 0) {
                 log_error("Cannot start without a valid configuration: fix %s (difysandbox check-config)",
                           CONFIG_FILE_MAIN);
-                manager_done(&m);
                 return EXIT_FAILURE;
         }
         log_set_max_level(m.cfg.debug ? LOG_DEBUG : LOG_INFO);
 
-        if (sigemptyset(&mask) < 0 || sigaddset(&mask, SIGHUP) < 0 || sigaddset(&mask, SIGTERM) < 0 ||
-            sigaddset(&mask, SIGINT) < 0 || sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
-                log_error_errno(-errno, "Cannot block signals: %m");
-                goto fail;
-        }
-        r = sd_event_default(&m.event);
-        if (r < 0) {
-                log_error_errno(r, "Cannot create the event loop: %m");
-                goto fail;
-        }
-        if (sd_event_add_signal(m.event, NULL, SIGTERM, NULL, NULL) < 0 ||
-            sd_event_add_signal(m.event, NULL, SIGINT, NULL, NULL) < 0 ||
-            sd_event_add_signal(m.event, NULL, SIGHUP, on_sighup, &m) < 0) {
-                log_error("Cannot watch signals");
-                goto fail;
-        }
-        r = sd_event_set_watchdog(m.event, true);
-        if (r < 0)
-                log_warning_errno(r, "Cannot set up the watchdog: %m");
-
-        r = sd_bus_open_system(&m.bus);
-        if (r < 0) {
-                log_error_errno(r, "Cannot connect to the system bus: %m");
-                goto fail;
-        }
-        r = manager_bus_register(&m);
-        if (r < 0) {
-                log_error_errno(r, "Cannot register the D-Bus objects: %m");
-                goto fail;
-        }
-        r = sd_bus_attach_event(m.bus, m.event, SD_EVENT_PRIORITY_NORMAL);
-        if (r < 0) {
-                log_error_errno(r, "Cannot attach the bus to the event loop: %m");
-                goto fail;
-        }
-        r = sd_bus_request_name(m.bus, MANAGER_BUS_NAME, 0);
-        if (r < 0) {
-                log_error_errno(r,
-                                "Cannot own %s on the system bus (is another manager running, and is the "
-                                "bus policy installed?): %m",
-                                MANAGER_BUS_NAME);
-                goto fail;
-        }
+        if (event_setup(&m) < 0 || bus_setup(&m) < 0)
+                return EXIT_FAILURE;
 
         (void) sd_notify(false, "READY=1\nSTATUS=Serving");
         log_info("difysandbox-manager %s serving %s", VERSION, MANAGER_BUS_NAME);
+        (void) manager_config_watch(&m);
         r = sd_event_loop(m.event);
         if (r < 0) {
                 log_error_errno(r, "The event loop failed: %m");
-                goto fail;
+                return EXIT_FAILURE;
         }
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping");
-        manager_done(&m);
         return EXIT_SUCCESS;
-
-fail:
-        manager_done(&m);
-        return EXIT_FAILURE;
 }

@@ -162,6 +162,9 @@ int manager_append_stats(Manager *m, sd_bus_message *reply) {
         if (r >= 0)
                 r = sd_bus_message_append(reply, "{sv}", "ConfigLoadedAtUSec", "t",
                                           m->config_loaded_realtime_usec);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "{sv}", "ConfigChangedOnDisk", "b",
+                                          manager_config_changed_on_disk(m) > 0);
 
         if (r >= 0)
                 r = append_generations(reply, m);

@@ -4,6 +4,7 @@
  *   manager-bus.c     the org.difysandbox.Sandbox1.Manager object: methods, properties, signals
  *   manager-stats.c   GetStats and the run-related properties, from the workers' shared state
  *   config-publish.c  ReloadConfig: validate, publish for the workers, keep the old one on failure
+ *   config-watch.c    whether the files on disk differ from the configuration in force
  *   job.c             dependency jobs: the installer in a transient unit, and its job object
  * Nothing here is needed by a run: the workers serve while the manager is stopped. */
 
@@ -38,6 +39,8 @@ typedef struct Manager {
         uint64_t started_realtime_usec, started_monotonic_usec;
         uint64_t config_loaded_realtime_usec;
         bool reloading;
+        sd_event_source *config_dir_watch, *config_dropin_watch; /* inotify, config-watch.c */
+        bool config_status_changed;                              /* STATUS= says the files changed on disk */
 } Manager;
 
 /* manager-bus.c */
@@ -47,6 +50,11 @@ int manager_emit_dependencies_changed(Manager *m, const char *language, uint64_t
 /* config-publish.c: where the workers find the configuration the manager accepted. */
 int manager_config_start(Manager *m);                        /* at start-up */
 int manager_config_reload(Manager *m, sd_bus_error *reterr); /* ReloadConfig and SIGHUP */
+
+/* config-watch.c: STATUS= and GetStats say when the files on disk differ from m->cfg. */
+int manager_config_watch(Manager *m);
+void manager_config_watch_done(Manager *m);
+int manager_config_changed_on_disk(Manager *m); /* 1 differ, 0 same, < 0 error */
 
 /* manager-stats.c */
 int manager_append_stats(Manager *m, sd_bus_message *reply);

@@ -35,6 +35,7 @@ typedef struct PoolSlot {
         uint64_t config_generation;   /* of the configuration it was made with */
         uint64_t packages_generation; /* the dependency generation its run holds (idle slots) */
         bool light;                   /* prepared without the preload imports (runner.c: while runs come) */
+        uint64_t tree_generation;     /* the runtime tree's generation when it was forked (runner.c) */
         void *userdata;               /* the runner's: the connection a handler serves */
         void *child_source, *control_source; /* the runner's event sources */
 } PoolSlot;

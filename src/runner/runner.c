@@ -26,6 +26,7 @@
 #include "common/generation.h"
 #include "common/log.h"
 #include "common/packages.h"
+#include "common/parse.h"
 #include "common/stats.h"
 #include "common/time-util.h"
 #include "handler.h"
@@ -244,6 +245,26 @@ static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata) {
         return 0;
 }
 
+/* The generation <runtime_dir>/<language>/current names (difysandbox-prepare-runtime switches it when a
+ * package update rebuilds the tree); UINT64_MAX when it cannot be read (no tree: no slot can prepare a run
+ * then). */
+static uint64_t tree_current(const Runner *r, Language language) {
+        _cleanup_free_ char *link = NULL;
+        char target[64];
+        uint64_t n;
+        ssize_t len;
+
+        if (asprintf(&link, "%s/%s/current", r->cfg->runtime_dir, language_to_string(language)) < 0)
+                return UINT64_MAX;
+        len = readlink(link, target, sizeof(target) - 1);
+        if (len <= 0)
+                return UINT64_MAX;
+        target[len] = '\0';
+        if (strncmp(target, "gen-", 4) != 0 || parse_uint64(target + 4, &n) < 0)
+                return UINT64_MAX;
+        return n;
+}
+
 /* A slot says it is ready: which dependency generation its run holds. */
 static int on_slot_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Runner *r = userdata;
@@ -299,6 +320,7 @@ static void slot_start(Runner *r, Language language, bool preload) {
         }
         slot->config_generation = r->config_generation;
         slot->light = !preload;
+        slot->tree_generation = tree_current(r, language);
         e = sd_event_add_io(r->event, (sd_event_source **) &slot->control_source, sv[0], EPOLLIN,
                             on_slot_control, r);
         if (e < 0)
@@ -452,7 +474,22 @@ static uint64_t packages_current(const Runner *r, Language language) {
         return current;
 }
 
-/* Idle slots whose run holds an old dependency generation go. */
+/* Idle slots of language prepared on an older runtime tree go: a security update must reach the next
+ * run, not the one after the pool turned over. A slot forked before the switch may have resolved
+ * either tree; it goes too (a wasted slot, never a stale run). */
+static void retire_old_tree_slots(Runner *r, Language language) {
+        uint64_t current = tree_current(r, language);
+
+        for (size_t i = 0; i < r->pool.n_slots; i++) {
+                PoolSlot *slot = &r->pool.slots[i];
+
+                if (slot->state == POOL_SLOT_IDLE && slot->language == language &&
+                    slot->tree_generation != current)
+                        slot_retire(slot);
+        }
+}
+
+/* Idle slots whose run holds an old dependency generation or runtime tree go. */
 static void retire_stale_slots(Runner *r) {
         for (Language l = 0; l < _LANGUAGE_MAX; l++) {
                 uint64_t current = UINT64_MAX;
@@ -468,6 +505,7 @@ static void retire_stale_slots(Runner *r) {
                             slot->config_generation != r->config_generation)
                                 slot_retire(slot);
                 }
+                retire_old_tree_slots(r, l);
         }
 }
 
@@ -493,6 +531,7 @@ static int dispatch_to_slot(Runner *r, Conn *c, const RunnerRequest *req, int co
 
         if (req->network != r->cfg->enable_network)
                 return 0; /* the pool holds the kind Dify asks for: network as configured */
+        retire_old_tree_slots(r, (Language) req->language);
         slot = pool_take_idle(&r->pool, (Language) req->language, r->config_generation,
                               packages_current(r, (Language) req->language), stale, ELEMENTSOF(stale),
                               &n_stale);

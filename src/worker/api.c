@@ -277,9 +277,12 @@ static const ApiRoute *route_find(const char *method, const char *url, bool *ret
 }
 
 /* Compares the key in time independent of where the first difference is. A missing header is an empty
- * key, as in upstream: only an empty app.key accepts it. */
+ * key, which no app.key matches (config_load() refuses an empty one). No app.key configured: nothing
+ * is authorised (fail closed). */
 static bool api_key_valid(const Config *cfg, const char *given) {
-        const char *key = cfg->api_key ? cfg->api_key : "";
+        if (!cfg->api_key)
+                return false;
+        const char *key = cfg->api_key;
         size_t n = strlen(key), m = given ? strlen(given) : 0;
         unsigned char diff = n != m;
 

@@ -109,7 +109,9 @@ class Server:
         self.port = free_port()
         self.url = f'http://127.0.0.1:{self.port}'
         self.log_path = self.dir / 'serve.log'
-        self.config = dict(config or {})
+        # No key is in force unless one is configured (issue 14): the tests' key is written out.
+        # None leaves a key out.
+        self.config = {k: v for k, v in {'app.key': API_KEY, **(config or {})}.items() if v is not None}
         self.args = [self.binary, 'serve', '--listen', f'127.0.0.1:{self.port}']
         if self.config:
             path = self.dir / 'config.yaml'

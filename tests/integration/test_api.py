@@ -621,7 +621,10 @@ def test_worker_binary_on_fd0(tmp_path):
     if not os.access(binary, os.X_OK) or not os.access(runner_binary, os.X_OK):
         pytest.skip(f'no difysandbox-worker or difysandbox-runner next to {binary} (set DIFYSANDBOX_WORKER)')
     runner_socket = str(tmp_path / 'runner.sock')
-    runner = subprocess.Popen(['systemd-socket-activate', '--seqpacket', '-l', runner_socket, runner_binary],
+    # No key is in force unless configured (issue 14): the runner, whose configuration the worker gets,
+    # is given the tests' key (systemd-socket-activate passes on only what --setenv names).
+    runner = subprocess.Popen(['systemd-socket-activate', '--seqpacket', '-l', runner_socket,
+                               f'--setenv=API_KEY={API_KEY}', runner_binary],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 10

@@ -12,6 +12,8 @@ import json
 import os
 import platform
 import subprocess
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -262,3 +264,42 @@ def test_env_max_workers_zero_refused(check_config, tmp_path):
     assert result.returncode != 0
     assert result.stdout == ""
     assert "environment variable MAX_WORKERS: max_workers: '0': must be at least 1" in result.stderr
+
+
+# ------------------------------------------------------------------------ the key (issue 14, item 1)
+
+def test_no_key_by_default_and_check_config_says_so(check_config, tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("max_workers: 2\n")
+    result = check_config(path)
+    assert result.returncode == 0, result.stderr
+    assert parse_output(result.stdout)["app.key"] == "<unset>"
+    assert "app.key is not set: every request is refused with 401" in result.stderr
+    shown = check_config(path, show_secrets=True)
+    assert "app.key" not in parse_output(shown.stdout)  # nothing to show: no default key
+    assert "dify-sandbox" not in shown.stdout
+
+
+def test_public_key_works_only_written_out_and_is_warned_about(check_config, tmp_path):
+    path, _ = upstream_file(tmp_path)  # upstream's file says `key: dify-sandbox`
+    result = check_config(path, show_secrets=True)
+    assert result.returncode == 0, result.stderr
+    assert parse_output(result.stdout)["app.key"] == "dify-sandbox"
+    assert "upstream's well-known default" in result.stderr
+
+
+def test_serve_without_a_key_refuses_every_request(tmp_path):
+    from serve_helpers import start_server
+
+    server = start_server(config={"app.key": None, "max_workers": 1})
+    try:
+        body = json.dumps({"language": "python3", "code": "print(1)"}).encode()
+        for headers in ({"X-Api-Key": "dify-sandbox"}, {"X-Api-Key": ""}, {}):
+            req = urllib.request.Request(server.url + "/v1/sandbox/run", data=body, method="POST",
+                                         headers={"Content-Type": "application/json", **headers})
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(req, timeout=30)
+            assert e.value.code == 401, headers
+    finally:
+        server.stop()
+        server.cleanup()

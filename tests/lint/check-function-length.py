@@ -16,13 +16,11 @@ LONGER = {
     'common/config-file.c:parse_go_duration': 85,
     'common/config-file.c:set_list': 87,
     'ctl/bus.c:read_json': 101,
-    'ctl/main.c:verb_status': 90,
     'ctl/main.c:verb_stats': 110,
     'ctl/main.c:refresh_is_due': 93,
     'manager/installer-main.c:installer_run': 103,
     'manager/installer-tool.c:run_tool': 87,
     'manager/job.c:start_unit': 111,
-    'manager/manager-main.c:main': 97,
 }
 
 

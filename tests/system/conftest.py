@@ -76,6 +76,10 @@ def container():
     c.tool("up", "--bind-ro", "/var/lib/dpkg", "--bind", TOP, timeout=300)
     try:
         c.sh(f"meson install -C {BUILD} --quiet >/dev/null")
+        # No key is in force unless configured (issue 14): the tests' key, written out as an operator
+        # would, in a drop-in that the tests' own config.yaml never overrides.
+        c.sh(f"install -d /etc/difysandbox/config.d && printf 'app:\\n  key: {KEY}\\n' "
+             "> /etc/difysandbox/config.d/00-test-key.yaml")
         for language in ("python3", "nodejs"):
             c.sh(f"/usr/local/libexec/difysandbox/difysandbox-prepare-runtime {language} >/dev/null")
         # What a package's scripts do: users, directories, the catalog, the new bus policy, the units.

@@ -109,5 +109,23 @@ def test_rpm_holds_units_conffiles_and_scriptlets(rpm):
     preun = scripts.split("preuninstall scriptlet")[1].split("postuninstall scriptlet")[0]
     assert re.search(r"disable --now .*difysandbox\.socket|remove-system-units .*difysandbox\.socket", preun), preun
     assert "systemctl stop difysandbox.slice" in preun, preun
+    # The first install writes a random key unless one is configured (issue 14); no public default.
+    assert "check-config --show-secrets" in post and "/dev/urandom" in post and "10-key.yaml" in post, post
+    assert not re.search(r"key:\s*\"?dify-sandbox", post), post
+    # Security updates reach the trees: a file trigger on what they are built from rebuilds them.
+    triggers = query(rpm, "--filetriggers")
+    head, _, body = triggers.partition("\n")
+    assert head.startswith("transfiletriggerin scriptlet"), triggers
+    assert "difysandbox-prepare-runtime --no-package-queries" in body, triggers
+    for path in ("/usr/lib/python3", "/usr/lib64", "/usr/bin/node", "/usr/bin/python3"):
+        assert re.search(rf"[ ,]{re.escape(path)}(,|$)", head), triggers
+    # Heavy optional parts are weak dependencies, not requirements (issue 14).
+    requires = query(rpm, "--requires")
+    for name in ("python3-numpy", "python3-pandas", "python3-pip", "npm"):
+        assert not re.search(rf"^{name}\b", requires, re.M), requires
+    # The docs are on the host, where the man pages point.
+    for name in os.listdir(os.path.join(TOP, "docs")):
+        if name.endswith(".md"):
+            assert f"/usr/share/doc/difysandbox/{name}" in files, name
     # The private library is not offered to other packages.
     assert "libdifysandbox-enter" not in query(rpm, "--provides")

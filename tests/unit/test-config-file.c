@@ -804,7 +804,10 @@ static void test_go_durations(void **state) {
 
 /* What config_format() prints loads back to the same Config, and prints the same again. */
 static void assert_config_equal(const Config *a, const Config *b) {
-        assert_string_equal(a->api_key, b->api_key);
+        if (!a->api_key)
+                assert_null(b->api_key); /* unset stays unset */
+        else
+                assert_string_equal(a->api_key, b->api_key);
         assert_int_equal(a->port, b->port);
         assert_int_equal(a->debug, b->debug);
         assert_int_equal(a->max_workers, b->max_workers);
@@ -940,6 +943,24 @@ static void test_format_hides_secret(void **state) {
         config_done(&cfg);
 }
 
+/* No key configured: check-config says <unset>; the published form leaves the line out, since no value
+ * of app.key loads back as "none" (and the defaults round trip above loads it back unset). */
+static void test_format_unset_key(void **state) {
+        Config cfg;
+        char *text;
+
+        assert_int_equal(config_init_defaults(&cfg), 0);
+        assert_null(cfg.api_key);
+        text = format_to_string(&cfg, /* show_secrets= */ false);
+        assert_non_null(strstr(text, "app.key: <unset>\n"));
+        free(text);
+        text = format_to_string(&cfg, true);
+        assert_null(strstr(text, "app.key"));
+        assert_null(strstr(text, "dify-sandbox"));
+        free(text);
+        config_done(&cfg);
+}
+
 /* A refused value is quoted with its control bytes escaped and cut after 128 bytes, marked. */
 static void test_long_value_cut_in_message(void **state) {
         TestDir *d = *state;
@@ -998,6 +1019,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_format_round_trip, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_format_defaults_round_trip, setup_dir, teardown_dir),
                 cmocka_unit_test(test_format_hides_secret),
+                cmocka_unit_test(test_format_unset_key),
                 cmocka_unit_test_setup_teardown(test_long_value_cut_in_message, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_empty_and_comment_files, setup_dir, teardown_dir),
         };

@@ -19,8 +19,9 @@ static void test_config_defaults(void **state) {
         memset(&cfg, 0xaa, sizeof(cfg)); /* whatever was there before must not survive */
         assert_int_equal(config_init_defaults(&cfg), 0);
 
-        /* upstream dify-sandbox keys */
-        assert_string_equal(cfg.api_key, "dify-sandbox");
+        /* upstream dify-sandbox keys; no key until one is configured: upstream's public default
+         * "dify-sandbox" is never in force by itself (issue 14) */
+        assert_null(cfg.api_key);
         assert_int_equal(cfg.port, 8194);
         assert_false(cfg.debug);
         assert_int_equal(cfg.max_workers, 4);
@@ -114,9 +115,8 @@ static void test_config_defaults_are_independent(void **state) {
         /* Two configs own separate strings: freeing one leaves the other intact. */
         assert_int_equal(config_init_defaults(&a), 0);
         assert_int_equal(config_init_defaults(&b), 0);
-        assert_ptr_not_equal(a.api_key, b.api_key);
+        assert_ptr_not_equal(a.state_dir, b.state_dir);
         config_done(&a);
-        assert_string_equal(b.api_key, "dify-sandbox");
         assert_string_equal(b.state_dir, "/run/difysandbox");
         config_done(&b);
 }

@@ -561,6 +561,22 @@ def test_docs_are_installed_where_the_man_pages_point(installed):
     c.sh("grep -q 'difysandboxctl reload' /usr/share/doc/difysandbox/README.Debian")
 
 
+def test_upgrade_keeps_the_listening_socket_open(installed, deb):
+    """A package upgrade (dpkg installs the package over itself: prerm upgrade, postinst configure)
+    restarts the services but never stops the sockets: connections Dify opens meanwhile are queued by the
+    kernel, not refused. The socket unit's activation time is unchanged, and a run works afterwards."""
+    c = installed.c
+    show = "systemctl show -p ActiveState,ActiveEnterTimestampMonotonic --value {}"
+    sockets = ("difysandbox.socket", "difysandbox-runner.socket")
+    before = {u: c.sh(show.format(u)).stdout.split() for u in sockets}
+    assert all(v[0] == "active" for v in before.values()), before
+    p = timed("dpkg -i (upgrade)", c.sh, f"dpkg -i /root/{os.path.basename(deb['deb'])} 2>&1", timeout=900)
+    assert "Setting up difysandbox" in p.stdout, p.stdout
+    after = {u: c.sh(show.format(u)).stdout.split() for u in sockets}
+    assert after == before, f"a socket was stopped by the upgrade: {before} -> {after}\n{p.stdout[-3000:]}"
+    assert installed.run("python3", "print(6 * 7)")["stdout"] == "42\n"
+
+
 # ------------------------------------------------------------------------------------------ purge (last)
 
 def test_purge_leaves_no_unit_user_or_state(installed):

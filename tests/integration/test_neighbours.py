@@ -10,9 +10,10 @@ import pytest
 
 from serve_helpers import Server, children_of, process_status, process_uid, start_server
 
-A_RANGE = (10720, 10739)
-B_RANGE = (10740, 10759)
-OVERLAP = (10735, 10744)  # overlaps both
+A_RANGE = (14720, 14739)  # outside the default 10000-10999 of the other tests: a live neighbour
+# with an overlapping range would refuse their runs (that is the point of the registry)
+B_RANGE = (14740, 14759)
+OVERLAP = (14735, 14744)  # overlaps both
 
 
 def config(tmp_path_factory, name, uid_range, **extra):

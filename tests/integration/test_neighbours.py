@@ -68,7 +68,7 @@ def test_a_neighbours_start_leaves_a_live_run_alone_and_an_overlap_is_refused(tm
         with pytest.raises(AssertionError, match='exited'):
             c.start()
         log = c.log_text()
-        assert 'Refusing to start: UID range 10735-10744 overlaps' in log, log
+        assert 'Refusing to start: UID range 14735-14744 overlaps' in log, log
         assert 'state_dir' in log, log
     finally:
         for s in (a, b, c):

@@ -108,7 +108,11 @@ static int clocks_from_zero(uint64_t *ret_monotonic_offset_usec) {
         fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        if (write(fd, p, (size_t) n) != n)
+        /* EPERM: no CAP_SYS_TIME (a container that drops it; docs/install.md). */
+        ssize_t k = write(fd, p, (size_t) n);
+        if (k < 0)
+                r = -errno;
+        else if (k != n)
                 r = -EIO;
         (void) close(fd);
         if (r < 0)

@@ -5,6 +5,7 @@ and CLOCK_MONOTONIC (Python's time.monotonic()). A run's boot and monotonic cloc
 run's own start (a time namespace, src/sandbox/child.c)."""
 
 import json
+import subprocess
 import time
 
 # A run's boot clock starts when its child is made, within the `difysandbox run` command: it can never
@@ -77,3 +78,17 @@ def test_timing_phases_stay_on_one_clock(run):
     phases = json.loads(res.raw_stdout)['timing']
     assert 0 < phases['interpreter'] <= res.wall * 1000, phases
     assert 0 < phases['user_code'] <= res.wall * 1000, phases
+
+
+def test_without_cap_sys_time_a_run_fails_closed_and_says_why():
+    """A container that drops CAP_SYS_TIME (nspawn and Docker do by default) cannot write a time
+    namespace's offsets. The run must then fail at the 'clocks' step with the kernel's reason, not run
+    with the host's clocks and not report an invented error (it said 'Input/output error')."""
+    from conftest import command, sandbox_env
+    proc = subprocess.run(['setpriv', '--bounding-set', '-sys_time', '--inh-caps', '-all', '--'] +
+                          command('python3', ()), input=b'print(1)\n', stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=sandbox_env(), timeout=120)
+    out = proc.stdout.decode('utf-8', 'replace') + proc.stderr.decode('utf-8', 'replace')
+    assert proc.returncode != 0, out
+    assert "step 'clocks'" in out and 'Operation not permitted' in out, out
+    assert '"stdout":"1\\n"' not in out.replace(' ', ''), out

@@ -14,11 +14,11 @@
 #include <json-c/json.h>
 
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/config.h"
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "config/config-file.h"
 #include "runner/admit.h"
 #include "runner/handler.h"
 #include "sandbox/run.h"

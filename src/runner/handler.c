@@ -11,11 +11,11 @@
 
 #include "admit.h"
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "common/time-util.h"
+#include "config/config-file.h"
 #include "sandbox/run.h"
 
 DEFINE_POINTER_CLEANUP(AdmitTicket *, admit_release);

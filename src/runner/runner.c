@@ -21,7 +21,6 @@
 
 #include "admit.h"
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/config.h"
 #include "common/generation.h"
 #include "common/log.h"
@@ -29,6 +28,7 @@
 #include "common/parse.h"
 #include "common/stats.h"
 #include "common/time-util.h"
+#include "config/config-file.h"
 #include "handler.h"
 #include "pool.h"
 #include "protocol.h"

@@ -21,8 +21,8 @@
 #include <cmocka.h>
 #include <seccomp.h>
 
-#include "common/config-file.h"
 #include "common/config.h"
+#include "config/config-file.h"
 
 /* The upstream example config.yaml (langgenius/dify-sandbox conf/config.yaml), with its comments. */
 static const char upstream_yaml[] =

@@ -21,17 +21,17 @@
 #include <seccomp.h>
 #include <yaml.h>
 
-#include "cleanup.h"
+#include "common/cleanup.h"
+#include "common/config.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "common/strv.h"
+#include "common/time-util.h"
 #include "config-drift.h"
-#include "config.h"
 #include "egress/egress-policy.h"
 #include "egress/egress.h"
-#include "fileio.h"
-#include "log.h"
-#include "parse.h"
 #include "sandbox/seccomp-policy.h"
-#include "strv.h"
-#include "time-util.h"
 
 #define CONFIG_FILE_SIZE_MAX (UINT64_C(1) << 20) /* a larger config file is a mistake, not a config */
 #define MESSAGE_VALUE_MAX 128 /* bytes of a refused value or key quoted in a message; more is cut, "..." */

@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/creds.h"
 #include "common/time-util.h"
-#include "creds.h"
 #include "enter/enter-protocol.h"
 #include "netns.h"
 #include "rlimits.h"

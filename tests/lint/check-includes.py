@@ -35,9 +35,6 @@ EXCEPTIONS = [
      'the language rows use the policy vocabulary, while sandbox/ includes runtime/: a cycle to break'),
     ('sandbox/run.h', 'runtime/runtime.h', 'sandbox/ is to include neither runtime/, worker/ nor manager/'),
     ('sandbox/seccomp.c', 'runtime/runtime.h', 'sandbox/ is to include neither runtime/, worker/ nor manager/'),
-    ('egress/egress.c', 'sandbox/creds.h',
-     'the relay drops to nobody with the chain\'s creds_drop() (which includes nothing of ours), while '
-     'sandbox/run.c starts the relay: creds.c belongs below both'),
 ]
 
 

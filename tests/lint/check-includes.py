@@ -21,7 +21,7 @@ RULES = {
     'config':  ['common', 'egress/egress-policy.h', 'egress/egress.h', 'sandbox/seccomp-policy.h'],
     'runner':  ['common', 'config', 'runtime', 'sandbox'],    # prepares and runs runs
     # HTTP API, asks the runner; serve (the runner's standalone host) claims the instance's UID range first
-    'worker':  ['common', 'config', 'runner', 'runtime', 'sandbox/instance.h', 'sandbox/result.h'],
+    'worker':  ['common', 'config', 'runner', 'runtime', 'sandbox/instance.h'],
     'manager': ['common', 'config', 'runtime', 'sandbox/uidpool.h'],  # D-Bus daemon and installer
     'ctl':     ['common', 'config', 'runtime'],               # difysandboxctl, talks D-Bus
     'cli':     ['common', 'config', 'runner/admit.h', 'runner/handler.h', 'sandbox/run.h', 'worker'],  # the difysandbox command: `run` takes the runner's path

@@ -14,11 +14,11 @@
 #include <json-c/json.h>
 
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/config.h"
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "config/config-file.h"
 #include "runner/admit.h"
 #include "runner/handler.h"
 #include "sandbox/run.h"
@@ -111,7 +111,7 @@ static int run_and_print(const Config *cfg, const RunRequest *req, bool timing) 
         r = sandbox_new(cfg, &sb, &failure);
         if (r < 0) {
                 log_error_errno(r, "Cannot set up the sandbox (step '%s'%s%s): %m",
-                                failure.step ? failure.step : "?", failure.detail ? ": " : "",
+                                run_step_to_string(failure.step), failure.detail ? ": " : "",
                                 failure.detail ? failure.detail : "");
                 run_failure_done(&failure);
                 return r;
@@ -139,7 +139,7 @@ static int run_and_print(const Config *cfg, const RunRequest *req, bool timing) 
         case RUNNER_STATUS_FAILED: /* handler_execute() logged where */
         case RUNNER_STATUS_CONFIG:
         case _RUNNER_STATUS_MAX:
-                if (strcmp(res.failure.step ? res.failure.step : "", "network") == 0)
+                if (res.failure.step == RUN_STEP_NETWORK)
                         log_error("network is disabled, please enable it in the configuration");
                 r = res.error < 0 ? res.error : -EIO;
                 break;

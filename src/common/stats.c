@@ -48,27 +48,10 @@ struct Stats {
         uint64_t self_word;
 };
 
-static const char *const result_names[_STATS_RESULT_MAX] = {
-        [STATS_RESULT_OK] = "ok",
-        [STATS_RESULT_ERROR] = "error",
-        [STATS_RESULT_TIMEOUT] = "timeout",
-        [STATS_RESULT_MEMORY] = "memory",
-        [STATS_RESULT_SECCOMP] = "seccomp",
-        [STATS_RESULT_OUTPUT_TRUNCATED] = "output-truncated",
-        [STATS_RESULT_REJECTED] = "rejected",
-};
-
 const char *stats_result_to_string(StatsResult result) {
-        if (result < 0 || result >= _STATS_RESULT_MAX)
-                return NULL;
-        return result_names[result];
-}
-
-StatsResult stats_result_from_string(const char *s) {
-        for (StatsResult r = 0; s && r < _STATS_RESULT_MAX; r++)
-                if (streq(result_names[r], s))
-                        return r;
-        return _STATS_RESULT_INVALID;
+        if (result == STATS_RESULT_REJECTED)
+                return "rejected";
+        return run_result_to_string((RunResult) result);
 }
 
 /* ---- latency histogram ---- */

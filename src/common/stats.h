@@ -25,27 +25,33 @@
 #include <stdint.h>
 
 #include "cleanup.h"
+#include "run-result.h"
 
 /* Languages are indexes, as enum Language of src/runtime/runtime.h: 0 = python3, 1 = nodejs. */
 #define STATS_LANGUAGES 2U
 #define STATS_LANGUAGE_UNKNOWN UINT_MAX /* for stats_record_rejected(): the request named none we know */
 
-/* One per RunResult of src/sandbox/result.h, by the same name, plus "rejected" (HTTP 503, overload), so
- * stats_result_from_string(run_result_to_string(r)) maps a run's result. */
+/* Every RunResult (common/run-result.h), by the same value and name, then "rejected" (HTTP 503,
+ * overload), which no run has. The values index runs[][] of the file: a new RunResult moves
+ * STATS_RESULT_REJECTED and the file's size, so an old file is replaced (see StatsFile). */
 typedef enum StatsResult {
-        STATS_RESULT_OK,
-        STATS_RESULT_ERROR,
-        STATS_RESULT_TIMEOUT,
-        STATS_RESULT_MEMORY,
-        STATS_RESULT_SECCOMP,
-        STATS_RESULT_OUTPUT_TRUNCATED,
-        STATS_RESULT_REJECTED,
+        STATS_RESULT_OK = RUN_RESULT_OK,
+        STATS_RESULT_ERROR = RUN_RESULT_ERROR,
+        STATS_RESULT_TIMEOUT = RUN_RESULT_TIMEOUT,
+        STATS_RESULT_MEMORY = RUN_RESULT_MEMORY,
+        STATS_RESULT_SECCOMP = RUN_RESULT_SECCOMP,
+        STATS_RESULT_OUTPUT_TRUNCATED = RUN_RESULT_OUTPUT_TRUNCATED,
+        STATS_RESULT_REJECTED = _RUN_RESULT_MAX,
         _STATS_RESULT_MAX,
         _STATS_RESULT_INVALID = -EINVAL,
 } StatsResult;
 
-const char *stats_result_to_string(StatsResult result); /* "ok", ..., "output-truncated", "rejected" */
-StatsResult stats_result_from_string(const char *s);
+/* A run's result as counted: the same value; _STATS_RESULT_INVALID for an invalid one. */
+static inline StatsResult stats_result_from_run(RunResult result) {
+        return result >= 0 && result < _RUN_RESULT_MAX ? (StatsResult) result : _STATS_RESULT_INVALID;
+}
+/* run_result_to_string()'s name, or "rejected"; NULL if invalid. */
+const char *stats_result_to_string(StatsResult result);
 
 /* Latency histogram, log-linear in microseconds: bucket 0 holds [0, 128 µs); then each power of two from
  * 2^7 µs to 2^32 µs (71.6 min) is cut into 8 equal sub-buckets; the last bucket holds >= 2^32 µs.

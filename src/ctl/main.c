@@ -18,9 +18,9 @@
 #include <systemd/sd-bus.h>
 
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/config.h"
 #include "common/time-util.h"
+#include "config/config-file.h"
 #include "ctl/bus.h"
 #include "ctl/ctl.h"
 #include "ctl/format.h"

@@ -23,11 +23,11 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/creds.h"
 #include "common/parse.h"
 #include "common/time-util.h"
 #include "relay.h"
 #include "resolver.h"
-#include "sandbox/creds.h"
 #include "upstream.h"
 
 #define START_TIMEOUT_MSEC 5000

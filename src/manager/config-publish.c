@@ -15,9 +15,9 @@
 #include <systemd/sd-journal.h>
 
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/log.h"
 #include "common/time-util.h"
+#include "config/config-file.h"
 #include "manager.h"
 
 static void config_donep(Config *cfg) {

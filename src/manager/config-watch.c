@@ -9,9 +9,9 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "common/config-drift.h"
-#include "common/config-file.h"
 #include "common/log.h"
+#include "config/config-drift.h"
+#include "config/config-file.h"
 #include "manager.h"
 
 #define CONFIG_DIR "/etc/difysandbox"

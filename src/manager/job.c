@@ -19,12 +19,12 @@
 #include <systemd/sd-journal.h>
 
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/strv.h"
 #include "common/time-util.h"
+#include "config/config-file.h"
 #include "manager.h"
 #include "requirements.h"
 #include "runtime/runtime.h"

@@ -14,9 +14,9 @@
 #include <systemd/sd-daemon.h>
 
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/log.h"
 #include "common/time-util.h"
+#include "config/config-file.h"
 #include "manager.h"
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {

@@ -11,11 +11,11 @@
 
 #include "admit.h"
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "common/time-util.h"
+#include "config/config-file.h"
 #include "sandbox/run.h"
 
 DEFINE_POINTER_CLEANUP(AdmitTicket *, admit_release);
@@ -35,8 +35,9 @@ static int reply_send(int conn_fd, const RunnerReply *reply, const void *const *
         return runner_send(conn_fd, &wire, sizeof(wire), payload);
 }
 
-int handler_reply_status(int conn_fd, RunnerStatus status, int error, const char *step, const char *detail,
+int handler_reply_status(int conn_fd, RunnerStatus status, int error, RunStep step, const char *detail,
                          uint64_t config_generation) {
+        const char *step_name = run_step_to_string(step);
         RunnerReply reply = {
                 .status = status,
                 .error = status == RUNNER_STATUS_FAILED ? (error < 0 ? error : -EIO) : 0,
@@ -44,9 +45,9 @@ int handler_reply_status(int conn_fd, RunnerStatus status, int error, const char
         };
         const void *parts[_RUNNER_PART_MAX] = { 0 };
 
-        if (step) {
-                parts[RUNNER_PART_STEP] = step;
-                reply.part_len[RUNNER_PART_STEP] = strlen(step);
+        if (step_name) {
+                parts[RUNNER_PART_STEP] = step_name;
+                reply.part_len[RUNNER_PART_STEP] = strlen(step_name);
         }
         if (detail) {
                 parts[RUNNER_PART_DETAIL] = detail;
@@ -68,7 +69,7 @@ int handler_config(const HandlerContext *ctx, int conn_fd) {
         if (fclose(f) != 0 && r >= 0)
                 r = -ENOMEM;
         if (r < 0)
-                return handler_reply_status(conn_fd, RUNNER_STATUS_FAILED, r, "config", NULL,
+                return handler_reply_status(conn_fd, RUNNER_STATUS_FAILED, r, RUN_STEP_CONFIG, NULL,
                                             ctx->config_generation);
 
         RunnerReply reply = { .status = RUNNER_STATUS_CONFIG, .config_generation = ctx->config_generation };
@@ -116,7 +117,8 @@ static int run(const HandlerContext *ctx, const RunRequest *req, PreparedRun *wa
                                          failure);
                 if (r >= 0 || !failure->before_code)
                         return r;
-                log_debug_errno(r, "Prepared run failed at '%s', running afresh: %m", failure->step);
+                log_debug_errno(r, "Prepared run failed at '%s', running afresh: %m",
+                                run_step_to_string(failure->step));
                 run_failure_done(failure);
         }
         p = prepared_run_free(p);
@@ -170,7 +172,7 @@ int handler_execute(const HandlerContext *ctx, const RunRequest *req, PreparedRu
         ret->status = admit(ctx, req->language, &ticket, &ret->error);
         if (ret->status != RUNNER_STATUS_RAN) {
                 if (ret->status == RUNNER_STATUS_FAILED)
-                        ret->failure = (RunFailure){ .step = "admission",
+                        ret->failure = (RunFailure){ .step = RUN_STEP_ADMISSION,
                                                      .error = ret->error,
                                                      .detail = strdup(ctx->cfg->state_dir) };
                 return 0;
@@ -186,7 +188,7 @@ int handler_execute(const HandlerContext *ctx, const RunRequest *req, PreparedRu
                 /* The user sees an error: counted as one, with the time it took to fail. */
                 stats_record_run(ctx->stats, (unsigned) req->language, STATS_RESULT_ERROR,
                                  now(CLOCK_MONOTONIC) - start);
-                const char *step = ret->failure.step ? ret->failure.step : "unknown";
+                const char *step = run_step_to_string(ret->failure.step);
                 log_error_errno(
                         r, "Sandbox failed at step '%s'%s%s%s: %m", step, ret->failure.detail ? " ('" : "",
                         ret->failure.detail ? ret->failure.detail : "", ret->failure.detail ? "')" : "");
@@ -195,8 +197,7 @@ int handler_execute(const HandlerContext *ctx, const RunRequest *req, PreparedRu
                 return 0;
         }
 
-        stats_record_run(ctx->stats, (unsigned) req->language,
-                         stats_result_from_string(run_result_to_string(ret->out.result)),
+        stats_record_run(ctx->stats, (unsigned) req->language, stats_result_from_run(ret->out.result),
                          ret->out.duration_usec);
         stats_add_egress_denials(ctx->stats, ret->out.egress_denials);
         RunRecord record;
@@ -215,7 +216,7 @@ int handler_run(const HandlerContext *ctx, const RunnerRequest *req, int code_fd
 
         r = payload_read(code_fd, 0, req->code_len, &code);
         if (r < 0)
-                return handler_reply_status(conn_fd, RUNNER_STATUS_FAILED, r, "request", NULL,
+                return handler_reply_status(conn_fd, RUNNER_STATUS_FAILED, r, RUN_STEP_REQUEST, NULL,
                                             ctx->config_generation);
 
         RunRequest run_req = { .language = (Language) req->language,

@@ -48,6 +48,7 @@ int handler_run(const HandlerContext *ctx, const RunnerRequest *req, int code_fd
 /* Answers RUNNER_OP_CONFIG: the configuration's text, secrets included (the worker needs app.key). */
 int handler_config(const HandlerContext *ctx, int conn_fd);
 
-/* A reply without payload parts but status and, for RUNNER_STATUS_FAILED, error and step. */
-int handler_reply_status(int conn_fd, RunnerStatus status, int error, const char *step, const char *detail,
+/* A reply without payload parts but status and, for RUNNER_STATUS_FAILED, error and step (its name;
+ * _RUN_STEP_INVALID for none). */
+int handler_reply_status(int conn_fd, RunnerStatus status, int error, RunStep step, const char *detail,
                          uint64_t config_generation);

@@ -12,9 +12,9 @@
 #include <systemd/sd-daemon.h>
 
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "config/config-file.h"
 #include "runner/runner.h"
 
 DEFINE_POINTER_CLEANUP(Runner *, runner_free);

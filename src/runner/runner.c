@@ -21,7 +21,6 @@
 
 #include "admit.h"
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/config.h"
 #include "common/generation.h"
 #include "common/log.h"
@@ -29,6 +28,7 @@
 #include "common/parse.h"
 #include "common/stats.h"
 #include "common/time-util.h"
+#include "config/config-file.h"
 #include "handler.h"
 #include "pool.h"
 #include "protocol.h"
@@ -405,8 +405,9 @@ static int runner_apply(Runner *r, Config *cfg) {
         if (e >= 0)
                 e = sandbox_compile_filters(sb, &failure);
         if (e < 0) {
-                log_error_errno(e, "Cannot set up the sandbox (step '%s'%s%s): %m", failure.step,
-                                failure.detail ? ": " : "", failure.detail ? failure.detail : "");
+                log_error_errno(e, "Cannot set up the sandbox (step '%s'%s%s): %m",
+                                run_step_to_string(failure.step), failure.detail ? ": " : "",
+                                failure.detail ? failure.detail : "");
                 run_failure_done(&failure);
                 return e;
         }
@@ -562,7 +563,7 @@ static int dispatch_cold(Runner *r, Conn *c, const RunnerRequest *req, int code_
         if (pid == 0) {
                 int e = sandbox_after_fork(ctx.sandbox, &(RunFailure){ 0 });
                 if (e < 0)
-                        e = handler_reply_status(c->fd, RUNNER_STATUS_FAILED, e, "scope",
+                        e = handler_reply_status(c->fd, RUNNER_STATUS_FAILED, e, RUN_STEP_SCOPE,
                                                  "cannot connect to systemd on the system bus",
                                                  ctx.config_generation);
                 else
@@ -585,14 +586,15 @@ static int handle_run(Runner *r, Conn *c, const RunnerRequest *req, int code_fd)
                 log_warning("Refusing a run: %u requests (max_requests) are being handled",
                             pool_count_handlers(&r->pool));
                 stats_record_rejected(r->stats, req->language);
-                return handler_reply_status(c->fd, RUNNER_STATUS_BUSY, 0, NULL, NULL, r->config_generation);
+                return handler_reply_status(c->fd, RUNNER_STATUS_BUSY, 0, _RUN_STEP_INVALID, NULL,
+                                            r->config_generation);
         }
         e = dispatch_to_slot(r, c, req, code_fd);
         if (e == 0)
                 e = dispatch_cold(r, c, req, code_fd);
         if (e < 0) {
                 log_error_errno(e, "Cannot fork a handler for a run: %m");
-                return handler_reply_status(c->fd, RUNNER_STATUS_FAILED, e, "runner",
+                return handler_reply_status(c->fd, RUNNER_STATUS_FAILED, e, RUN_STEP_RUNNER,
                                             "cannot fork a handler", r->config_generation);
         }
         (void) sd_event_source_set_enabled(c->io, SD_EVENT_OFF); /* its handler answers; then the next */

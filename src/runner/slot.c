@@ -79,7 +79,7 @@ void slot_main(const HandlerContext *ctx, Language language, bool network, bool 
                 /* The runner backs off and tries again; a request meanwhile makes its run itself and
                  * reports the failure to its client, so one line at debug level is enough here. */
                 log_debug_errno(r, "Cannot prepare a %s run for the pool (step '%s'): %m",
-                                language_to_string(language), failure.step ? failure.step : "?");
+                                language_to_string(language), run_step_to_string(failure.step));
                 run_failure_done(&failure);
                 _exit(EXIT_FAILURE);
         }

@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/creds.h"
 #include "common/time-util.h"
-#include "creds.h"
 #include "enter/enter-protocol.h"
 #include "netns.h"
 #include "rlimits.h"
@@ -31,22 +31,7 @@ static uint64_t monotonic_usec(void) {
         return now(CLOCK_MONOTONIC) + clock_offset_usec;
 }
 
-static const char *const step_names[_CHILD_STEP_MAX] = {
-        [CHILD_STEP_SYNC] = "sync",         [CHILD_STEP_CLOCKS] = "clocks",
-        [CHILD_STEP_ROOTFS] = "rootfs",     [CHILD_STEP_HOSTNAME] = "hostname",
-        [CHILD_STEP_NETWORK] = "network",   [CHILD_STEP_CGROUPNS] = "cgroupns",
-        [CHILD_STEP_FDS] = "fds",           [CHILD_STEP_RLIMITS] = "rlimits",
-        [CHILD_STEP_CREDS] = "credentials", [CHILD_STEP_SIGNALS] = "signals",
-        [CHILD_STEP_SECCOMP] = "seccomp",   [CHILD_STEP_EXEC] = "exec",
-};
-
-const char *child_step_to_string(ChildStep step) {
-        if (step < 0 || step >= _CHILD_STEP_MAX)
-                return NULL;
-        return step_names[step];
-}
-
-static void child_failed(int status_fd, ChildStep step, int error) __attribute__((noreturn));
+static void child_failed(int status_fd, RunStep step, int error) __attribute__((noreturn));
 static int parent_death_kills_us(int status_fd) {
         struct pollfd p = { .fd = status_fd, .events = POLLOUT };
 
@@ -144,7 +129,7 @@ static int hand_over_proxy_listener(int sock) {
         return r;
 }
 
-static void child_failed(int status_fd, ChildStep step, int error) {
+static void child_failed(int status_fd, RunStep step, int error) {
         ChildReport f = { .kind = CHILD_REPORT_FAILURE, .step = step, .error = error };
         (void) !write(status_fd, &f, sizeof(f)); /* if even this fails, the parent sees exit 127 */
         _exit(127);
@@ -182,19 +167,19 @@ static void build_world(const RunPlan *plan, int status_fd, ChildReport *timing)
 
         r = clocks_from_zero(&timing->monotonic_offset_usec);
         if (r < 0)
-                child_failed(status_fd, CHILD_STEP_CLOCKS, r);
+                child_failed(status_fd, RUN_STEP_CLOCKS, r);
 
         r = rootfs_enter(plan); /* read-only tree, tmpfs /tmp, /dev nodes, pivot_root, old root detached */
         if (r < 0)
-                child_failed(status_fd, CHILD_STEP_ROOTFS, r);
+                child_failed(status_fd, RUN_STEP_ROOTFS, r);
 
         if (sethostname("sandbox", strlen("sandbox")) < 0)
-                child_failed(status_fd, CHILD_STEP_HOSTNAME, -errno);
+                child_failed(status_fd, RUN_STEP_HOSTNAME, -errno);
 
         if (plan->proxy_sock >= 0) {
                 r = hand_over_proxy_listener(plan->proxy_sock);
                 if (r < 0)
-                        child_failed(status_fd, CHILD_STEP_NETWORK, r);
+                        child_failed(status_fd, RUN_STEP_NETWORK, r);
         }
 }
 
@@ -218,51 +203,51 @@ void child_run(const RunPlan *plan) {
         if (status_fd < 0)
                 _exit(127);
         if (sync_fd < 0 || code_fd < 0 || filter_fd < 0 || ack_fd < 0 || out_fd < 0 || err_fd < 0)
-                child_failed(status_fd, CHILD_STEP_FDS, -errno);
+                child_failed(status_fd, RUN_STEP_FDS, -errno);
 
         build_world(plan, status_fd, &timing);
         timing.root_done_usec = monotonic_usec();
 
         /* The parent moves us into the run's cgroup while we built the root; EOF means it died. */
         if (read(sync_fd, &byte, 1) != 1)
-                child_failed(status_fd, CHILD_STEP_SYNC, -EPIPE);
+                child_failed(status_fd, RUN_STEP_SYNC, -EPIPE);
         (void) close(sync_fd);
         timing.sync_done_usec = monotonic_usec();
 
         /* Now that we are inside the run's cgroup, make it the root of what the run can see. */
         if (unshare(CLONE_NEWCGROUP) < 0)
-                child_failed(status_fd, CHILD_STEP_CGROUPNS, -errno);
+                child_failed(status_fd, RUN_STEP_CGROUPNS, -errno);
 
         r = place_fds(code_fd, filter_fd, ack_fd, out_fd, err_fd);
         if (r < 0)
-                child_failed(status_fd, CHILD_STEP_FDS, r);
+                child_failed(status_fd, RUN_STEP_FDS, r);
 
         r = rlimits_apply(plan); /* as root, so hard limits can be set before the privileges go */
         if (r < 0)
-                child_failed(status_fd, CHILD_STEP_RLIMITS, r);
+                child_failed(status_fd, RUN_STEP_RLIMITS, r);
 
         r = creds_drop(plan->uid, plan->gid, plan->no_caps); /* ends with no_new_privs */
         if (r < 0)
-                child_failed(status_fd, CHILD_STEP_CREDS, r);
+                child_failed(status_fd, RUN_STEP_CREDS, r);
 
         /* The UID change cleared the parent-death signal: set it again, then make sure the parent did
          * not die in between (its end of the status pipe would be gone). */
         r = parent_death_kills_us(status_fd);
         if (r < 0)
-                child_failed(status_fd, CHILD_STEP_CREDS, r);
+                child_failed(status_fd, RUN_STEP_CREDS, r);
 
         r = signals_reset(); /* no blocked or ignored signal of the worker's reaches the interpreter */
         if (r < 0)
-                child_failed(status_fd, CHILD_STEP_SIGNALS, r);
+                child_failed(status_fd, RUN_STEP_SIGNALS, r);
 
         r = seccomp_install(plan->exec_stage); /* last, as in bubblewrap: it only covers what follows */
         if (r < 0)
-                child_failed(status_fd, CHILD_STEP_SECCOMP, r);
+                child_failed(status_fd, RUN_STEP_SECCOMP, r);
 
         /* write is in the exec stage (the interpreter needs it); a lost record only loses timings. */
         timing.creds_done_usec = monotonic_usec();
         (void) !write(status_fd, &timing, sizeof(timing));
 
         execve(plan->exec_path, plan->argv, plan->envp);
-        child_failed(status_fd, CHILD_STEP_EXEC, -errno);
+        child_failed(status_fd, RUN_STEP_EXEC, -errno);
 }

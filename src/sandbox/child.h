@@ -3,31 +3,16 @@
  * child_run() is the table of contents of the isolation chain; each step is one call into its own
  * file. The child allocates nothing (it is a clone of a process that may have threads): everything it
  * needs is prepared by the parent in a RunPlan. It never logs: it reports (step, errno) on its status
- * pipe and _exit()s, and the parent logs. */
+ * pipe and _exit()s, and the parent logs. Its steps are RunStep's RUN_STEP_SYNC to RUN_STEP_EXEC
+ * (common/run-result.h). */
 
 #include <stdint.h>
 #include <sys/capability.h>
 #include <sys/types.h>
 
+#include "common/run-result.h"
+
 typedef struct SeccompProgram SeccompProgram;
-
-typedef enum ChildStep {
-        CHILD_STEP_SYNC,     /* waiting for the parent to put us into the run's cgroup */
-        CHILD_STEP_CLOCKS,   /* time namespace: boot and monotonic clocks count from the run's start */
-        CHILD_STEP_ROOTFS,   /* private read-only root, /tmp, /dev, pivot_root */
-        CHILD_STEP_HOSTNAME, /* UTS namespace name */
-        CHILD_STEP_NETWORK,  /* with network: lo up, the egress proxy's listener handed to the parent */
-        CHILD_STEP_CGROUPNS, /* cgroup namespace rooted at the run's cgroup */
-        CHILD_STEP_FDS,      /* stdio and the enter library's fds in place, nothing else inherited */
-        CHILD_STEP_RLIMITS,  /* CPU time, open files, tasks, file size, core dumps */
-        CHILD_STEP_CREDS,    /* bounding set, setgroups → setgid → setuid, capabilities, no_new_privs */
-        CHILD_STEP_SIGNALS,  /* default dispositions and an empty mask for the interpreter */
-        CHILD_STEP_SECCOMP,  /* the exec stage of the filter */
-        CHILD_STEP_EXEC,     /* execve() of the interpreter inside the root */
-        _CHILD_STEP_MAX,
-} ChildStep;
-
-const char *child_step_to_string(ChildStep step);
 
 /* What the child reports on its status pipe (close-on-exec, so the parent reads EOF once the interpreter
  * is executing): a failed step, or right before execve() the CLOCK_MONOTONIC times of its own steps
@@ -39,7 +24,7 @@ typedef enum ChildReportKind {
 
 typedef struct ChildReport {
         int32_t kind;  /* ChildReportKind */
-        int32_t step;  /* ChildStep, for CHILD_REPORT_FAILURE */
+        int32_t step;  /* RunStep, for CHILD_REPORT_FAILURE */
         int32_t error; /* negative errno, for CHILD_REPORT_FAILURE */
         int32_t reserved;
         uint64_t root_done_usec;        /* the root is ready (mounts, pivot_root) */

@@ -35,7 +35,7 @@ typedef struct OutputReport {
         bool timed_out;        /* the deadline passed and the run was killed */
         bool output_truncated; /* a cap was reached and the run was killed */
         bool setup_failed;     /* the child reported a failed step */
-        int32_t failed_step;   /* ChildStep */
+        int32_t failed_step;   /* RunStep */
         int32_t failed_error;  /* negative errno */
         bool acked;            /* the enter library installed the final stage */
         /* CLOCK_MONOTONIC, 0 when it never happened */

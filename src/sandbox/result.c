@@ -10,31 +10,12 @@
 
 #include "common/cleanup.h"
 
-static const char *const result_names[_RUN_RESULT_MAX] = {
-        [RUN_RESULT_OK] = "ok",           [RUN_RESULT_ERROR] = "error",
-        [RUN_RESULT_TIMEOUT] = "timeout", [RUN_RESULT_MEMORY] = "memory",
-        [RUN_RESULT_SECCOMP] = "seccomp", [RUN_RESULT_OUTPUT_TRUNCATED] = "output-truncated",
-};
-
 static const char *const result_lines[_RUN_RESULT_MAX] = {
         [RUN_RESULT_TIMEOUT] = "error: timeout",
         [RUN_RESULT_MEMORY] = "error: memory limit exceeded",
         [RUN_RESULT_SECCOMP] = "error: operation not permitted",
         [RUN_RESULT_OUTPUT_TRUNCATED] = "error: output limit exceeded",
 };
-
-const char *run_result_to_string(RunResult result) {
-        if (result < 0 || result >= _RUN_RESULT_MAX)
-                return NULL;
-        return result_names[result];
-}
-
-RunResult run_result_from_string(const char *s) {
-        for (RunResult r = 0; s && r < _RUN_RESULT_MAX; r++)
-                if (strcmp(result_names[r], s) == 0)
-                        return r;
-        return _RUN_RESULT_INVALID;
-}
 
 RunResult result_classify(const RunFacts *f) {
         /* What the sandbox did to the run comes first: a run we killed died of SIGKILL, which says

@@ -7,16 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum RunResult {
-        RUN_RESULT_OK,
-        RUN_RESULT_ERROR,
-        RUN_RESULT_TIMEOUT,
-        RUN_RESULT_MEMORY,
-        RUN_RESULT_SECCOMP,
-        RUN_RESULT_OUTPUT_TRUNCATED,
-        _RUN_RESULT_MAX,
-        _RUN_RESULT_INVALID = -EINVAL,
-} RunResult;
+#include "common/run-result.h" /* RunResult and RunStep, and their names */
 
 typedef struct RunFacts {
         int wait_status;       /* as from waitpid() */
@@ -31,8 +22,6 @@ typedef struct RunFacts {
 RunResult result_classify(const RunFacts *facts);
 /* The exit status, or 128 + the signal for a run killed by one (the shell's convention). */
 int result_exit_code(const RunFacts *facts);
-const char *run_result_to_string(RunResult result);
-RunResult run_result_from_string(const char *s);
 
 /* The API's `error`: empty for exit 0 and RUN_RESULT_OK; otherwise "process exited with code N", then
  * the line of the result ("error: timeout", "error: operation not permitted", "error: memory limit

@@ -65,7 +65,7 @@ static const char *const dev_nodes[3] = { "/dev/null", "/dev/zero", "/dev/urando
 /* The directory of the enter library (and the Node.js proxy shim) on the host is bound here. */
 #define SUPPORT_DIR "/usr/lib/difysandbox"
 
-static int fail(RunFailure *reterr, const char *step, int error, const char *detail) {
+static int fail(RunFailure *reterr, RunStep step, int error, const char *detail) {
         if (reterr) {
                 *reterr = (RunFailure){ .step = step, .error = error };
                 if (detail)
@@ -116,7 +116,7 @@ int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
 
         sb = calloc(1, sizeof(*sb));
         if (!sb)
-                return fail(reterr, "init", -ENOMEM, NULL);
+                return fail(reterr, RUN_STEP_INIT, -ENOMEM, NULL);
         sb->cfg = cfg;
 
         /* Before any cgroup is touched: a neighbour's range must not be ours, and the sweep below must
@@ -124,26 +124,26 @@ int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
         _cleanup_free_ char *reason = NULL;
         r = instance_register(NULL, cfg->state_dir, cfg->uid_min, cfg->uid_max, &sb->instance, &reason);
         if (r < 0)
-                return fail(reterr, "instance", r, reason ? reason : INSTANCE_REGISTRY_DIR);
+                return fail(reterr, RUN_STEP_INSTANCE, r, reason ? reason : INSTANCE_REGISTRY_DIR);
 
         r = scope_manager_open(&sb->scopes);
         if (r == -ENOMEDIUM) {
                 r = cgroup_layout_detect(instance_get_id(sb->instance), &sb->cgroups);
                 if (r < 0)
-                        return fail(reterr, "cgroup", r,
+                        return fail(reterr, RUN_STEP_CGROUP, r,
                                     "no usable memory, pids and cpu cgroup controllers");
                 sweep_stale_cgroups(sb);
                 r = clone_into_cgroup_wanted(&sb->clone_into_cgroup);
                 if (r < 0)
-                        return fail(reterr, "cgroup", r,
+                        return fail(reterr, RUN_STEP_CGROUP, r,
                                     "DIFYSANDBOX_CLONE_INTO_CGROUP must be 0 or 1 (unset means 1)");
                 sb->clone_into_cgroup = sb->clone_into_cgroup && cgroup_layout_is_v2(sb->cgroups);
         } else if (r < 0)
-                return fail(reterr, "scope", r, "cannot connect to systemd on the system bus");
+                return fail(reterr, RUN_STEP_SCOPE, r, "cannot connect to systemd on the system bus");
 
         sb->no_caps = cap_init(); /* empty: the child sets it after setuid() */
         if (!sb->no_caps)
-                return fail(reterr, "init", -ENOMEM, NULL);
+                return fail(reterr, RUN_STEP_INIT, -ENOMEM, NULL);
 
         *ret = TAKE_PTR(sb);
         return 0;
@@ -177,7 +177,7 @@ static int sandbox_filters(Sandbox *sb, Language language, bool network, Seccomp
                         continue;
                 r = seccomp_compile(runtime_get(language), network, s, sb->cfg->allowed_syscalls, &slot[s]);
                 if (r < 0)
-                        return fail(reterr, "seccomp", r, language_to_string(language));
+                        return fail(reterr, RUN_STEP_SECCOMP, r, language_to_string(language));
         }
         *ret_exec = slot[SECCOMP_STAGE_EXEC];
         *ret_final = slot[SECCOMP_STAGE_FINAL];
@@ -205,7 +205,7 @@ int sandbox_after_fork(Sandbox *sb, RunFailure *reterr) {
         sb->scopes = scope_manager_free(sb->scopes); /* closes our copy of the parent's socket */
         r = scope_manager_open(&sb->scopes);
         if (r < 0)
-                return fail(reterr, "scope", r, "cannot connect to systemd on the system bus");
+                return fail(reterr, RUN_STEP_SCOPE, r, "cannot connect to systemd on the system bus");
         return 0;
 }
 
@@ -218,18 +218,18 @@ static int resolve_tree(const Config *cfg, const Runtime *rt, const char *interp
         struct stat st;
 
         if (asprintf(&link, "%s/%s/current", cfg->runtime_dir, rt->name) < 0)
-                return fail(reterr, "runtime", -ENOMEM, NULL);
+                return fail(reterr, RUN_STEP_RUNTIME, -ENOMEM, NULL);
         root = realpath(link, NULL);
         if (!root)
-                return fail(reterr, "runtime", -errno, link);
+                return fail(reterr, RUN_STEP_RUNTIME, -errno, link);
         if (stat(root, &st) < 0)
-                return fail(reterr, "runtime", -errno, root);
+                return fail(reterr, RUN_STEP_RUNTIME, -errno, root);
         if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 0022) != 0)
-                return fail(reterr, "runtime", -EPERM, root);
+                return fail(reterr, RUN_STEP_RUNTIME, -EPERM, root);
         if (asprintf(&exe, "%s%s", root, interpreter) < 0)
-                return fail(reterr, "runtime", -ENOMEM, NULL);
+                return fail(reterr, RUN_STEP_RUNTIME, -ENOMEM, NULL);
         if (access(exe, X_OK) < 0)
-                return fail(reterr, "runtime", -errno, exe);
+                return fail(reterr, RUN_STEP_RUNTIME, -errno, exe);
         *ret_root = TAKE_PTR(root);
         return 0;
 }
@@ -243,7 +243,7 @@ static int check_packages_mount(const char *root, RunFailure *reterr) {
         int r;
 
         if (asprintf(&target, "%s" RUNTIME_PACKAGES_MOUNT, root) < 0)
-                return fail(reterr, "packages", -ENOMEM, NULL);
+                return fail(reterr, RUN_STEP_PACKAGES, -ENOMEM, NULL);
         resolved = realpath(target, NULL);
         if (!resolved)
                 r = -errno;
@@ -261,9 +261,9 @@ static int check_packages_mount(const char *root, RunFailure *reterr) {
                              " for the dependency generation: rebuild it with difysandbox-prepare-runtime",
                              root) < 0)
                         detail = NULL;
-                return fail(reterr, "packages", r, detail ? detail : target);
+                return fail(reterr, RUN_STEP_PACKAGES, r, detail ? detail : target);
         }
-        return fail(reterr, "packages", r, target);
+        return fail(reterr, RUN_STEP_PACKAGES, r, target);
 }
 
 /* Strings the child needs, computed here because the child allocates nothing. */
@@ -440,10 +440,10 @@ static int start_egress(const Config *cfg, int sock, const char *id, EgressRelay
         if (r == -EPIPE)
                 return 0;
         if (r < 0)
-                return fail(reterr, "egress", r, NULL);
+                return fail(reterr, RUN_STEP_EGRESS, r, NULL);
         r = egress_start(cfg, listener, id, ret);
         if (r < 0)
-                return fail(reterr, "egress", r, NULL);
+                return fail(reterr, RUN_STEP_EGRESS, r, NULL);
         return 0;
 }
 
@@ -466,13 +466,13 @@ static int attach(Sandbox *sb, RunCgroup *cg, const char *id, pid_t pid, const C
 
         if (cg) {
                 r = cgroup_run_attach(cg, pid);
-                return r < 0 ? fail(reterr, "cgroup", r, NULL) : 0;
+                return r < 0 ? fail(reterr, RUN_STEP_CGROUP, r, NULL) : 0;
         }
         if (asprintf(&unit, "difysandbox-run-%s.scope", id) < 0 ||
             asprintf(&description, "difysandbox run of instance %s", instance_get_id(sb->instance)) < 0)
-                return fail(reterr, "scope", -ENOMEM, NULL);
+                return fail(reterr, RUN_STEP_SCOPE, -ENOMEM, NULL);
         r = scope_start(sb->scopes, unit, description, RUNS_SLICE, pid, limits, SCOPE_JOB_TIMEOUT_USEC);
-        return r < 0 ? fail(reterr, "scope", r, unit) : 0;
+        return r < 0 ? fail(reterr, RUN_STEP_SCOPE, r, unit) : 0;
 }
 
 /* The OOM counter of the run's scope (cgroup_open_oom_counter()), or a negative errno. */
@@ -488,13 +488,11 @@ static int open_scope_oom_counter(pid_t pid, const char *id) {
  * by now, so this read cannot block): report that step rather than the sync. */
 static int sync_failed(int status_fd, int error, RunFailure *reterr) {
         ChildReport report;
-        const char *step;
 
         if (error == -EPIPE && read(status_fd, &report, sizeof(report)) == (ssize_t) sizeof(report) &&
-            report.kind == CHILD_REPORT_FAILURE && report.error < 0 &&
-            (step = child_step_to_string(report.step)))
-                return fail(reterr, step, report.error, NULL);
-        return fail(reterr, "sync", error, NULL);
+            report.kind == CHILD_REPORT_FAILURE && report.error < 0 && run_step_to_string(report.step))
+                return fail(reterr, report.step, report.error, NULL);
+        return fail(reterr, RUN_STEP_SYNC, error, NULL);
 }
 
 /* Fork-like clone (no new stack): the child runs on a copy of ours. With cgroup_fd (v2), clone3() has it
@@ -588,7 +586,7 @@ static int prepared_run_new(const Config *cfg, const RunRequest *req, PreparedRu
         PreparedRun *p = calloc(1, sizeof(*p));
 
         if (!p)
-                return fail(reterr, "init", -ENOMEM, NULL);
+                return fail(reterr, RUN_STEP_INIT, -ENOMEM, NULL);
         *p = (PreparedRun){
                 .language = req->language,
                 .network = req->network,
@@ -617,11 +615,11 @@ static int take_packages(const Config *cfg, const Runtime *rt, const char *root,
 
         if (asprintf(&p->packages_dir, "%s/%s/" PACKAGES_DIR_NAME, cfg->runtime_dir, rt->name) < 0) {
                 p->packages_dir = NULL;
-                return fail(reterr, "init", -ENOMEM, NULL);
+                return fail(reterr, RUN_STEP_INIT, -ENOMEM, NULL);
         }
         r = generation_acquire(p->packages_dir, &p->packages);
         if (r < 0)
-                return fail(reterr, "packages", r, p->packages_dir);
+                return fail(reterr, RUN_STEP_PACKAGES, r, p->packages_dir);
         if (p->packages.number == 0)
                 return 0;
         r = check_packages_mount(root, reterr);
@@ -629,7 +627,7 @@ static int take_packages(const Config *cfg, const Runtime *rt, const char *root,
                 return r;
         /* Closed once the child has its copy: the mount lives as long as someone holds it. */
         r = rootfs_open_packages(p->packages.dir_fd, ret_fd);
-        return r < 0 ? fail(reterr, "packages", r, p->packages.path) : 0;
+        return r < 0 ? fail(reterr, RUN_STEP_PACKAGES, r, p->packages.path) : 0;
 }
 
 /* Step 2, a UID of the pool, which also names the run's cgroup; step 4 standalone, that cgroup with its
@@ -641,15 +639,15 @@ static int take_uid_and_cgroup(Sandbox *sb, PreparedRun *p, const CgroupLimits *
         r = uidpool_take(cfg->state_dir, cfg->uid_min, cfg->uid_max, &p->lease);
         p->t_uid = now(CLOCK_MONOTONIC);
         if (r < 0)
-                return fail(reterr, "uid", r, cfg->state_dir);
+                return fail(reterr, RUN_STEP_UID, r, cfg->state_dir);
         if (sb->cgroups) {
                 r = cgroup_run_create(sb->cgroups, p->lease->uid, limits, &p->cg);
                 if (r < 0)
-                        return fail(reterr, "cgroup", r, NULL);
+                        return fail(reterr, RUN_STEP_CGROUP, r, NULL);
         }
         p->t_cgroup = now(CLOCK_MONOTONIC);
         r = run_id_make(p->id);
-        return r < 0 ? fail(reterr, "init", r, NULL) : 0;
+        return r < 0 ? fail(reterr, RUN_STEP_INIT, r, NULL) : 0;
 }
 
 /* The interpreter's path, then the language's arguments, NULL-terminated (the strings are borrowed). */
@@ -720,7 +718,7 @@ static int spawn(Sandbox *sb, PreparedRun *p, const RunPlan *plan, Pipes *pipes,
         if (p->pid < 0) {
                 int r = -errno;
                 p->pid = 0;
-                return fail(reterr, "spawn", r, NULL);
+                return fail(reterr, RUN_STEP_SPAWN, r, NULL);
         }
         if (p->pid == 0)
                 child_run(plan); /* never returns */
@@ -739,7 +737,7 @@ static int spawn(Sandbox *sb, PreparedRun *p, const RunPlan *plan, Pipes *pipes,
         p->stderr_fd = TAKE_FD(pipes->fds[PIPE_STDERR][0]);
 
         p->pidfd = (int) syscall(SYS_pidfd_open, p->pid, 0);
-        return p->pidfd < 0 ? fail(reterr, "spawn", -errno, NULL) : 0;
+        return p->pidfd < 0 ? fail(reterr, RUN_STEP_SPAWN, -errno, NULL) : 0;
 }
 
 /* Step 4: into the scope or cgroup (unless born there), then the child goes on, up to reading its code;
@@ -780,9 +778,9 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         pipes_init(&pipes);
         const Runtime *rt = runtime_get(req->language);
         if (!rt)
-                return fail(reterr, "runtime", -EINVAL, NULL);
+                return fail(reterr, RUN_STEP_RUNTIME, -EINVAL, NULL);
         if (req->network && !cfg->enable_network)
-                return fail(reterr, "network", -EPERM, NULL);
+                return fail(reterr, RUN_STEP_NETWORK, -EPERM, NULL);
         const char *interpreter = runtime_interpreter(rt, cfg);
 
         r = resolve_tree(cfg, rt, interpreter, &root, reterr);
@@ -809,11 +807,11 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         if (r >= 0 && !argv)
                 r = -ENOMEM;
         if (r < 0)
-                return fail(reterr, "init", r, NULL);
+                return fail(reterr, RUN_STEP_INIT, r, NULL);
         if (req->network) {
                 int sv[2];
                 if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-                        return fail(reterr, "pipes", -errno, NULL);
+                        return fail(reterr, RUN_STEP_PIPES, -errno, NULL);
                 proxy_parent = sv[0];
                 proxy_child = sv[1];
         }
@@ -821,7 +819,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         if (r >= 0)
                 r = write_filter(pipes.fds[PIPE_FILTER][1], final_stage);
         if (r < 0)
-                return fail(reterr, "pipes", r, NULL);
+                return fail(reterr, RUN_STEP_PIPES, r, NULL);
         pipes.fds[PIPE_FILTER][1] = safe_close(pipes.fds[PIPE_FILTER][1]);
 
         RunPlan plan = plan_make(sb, p, root, &strs, &pipes, argv, exec_stage, packages_fd, proxy_child);
@@ -874,7 +872,7 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
                  * death as the user's result. */
                 struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
                 if (poll(&pfd, 1, 0) > 0) {
-                        r = fail(reterr, "prepared", -ESRCH, NULL);
+                        r = fail(reterr, RUN_STEP_PREPARED, -ESRCH, NULL);
                         if (reterr)
                                 reterr->before_code = true;
                         return r;
@@ -898,13 +896,12 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
                 r = -errno;
         p->pid = 0;
         if (r < 0)
-                return fail(reterr, "pump", r, NULL);
+                return fail(reterr, RUN_STEP_PUMP, r, NULL);
 
         if (rep.setup_failed) {
-                const char *step = child_step_to_string(rep.failed_step);
+                RunStep step = run_step_to_string(rep.failed_step) ? rep.failed_step : RUN_STEP_CHILD;
                 output_report_done(&rep);
-                r = fail(reterr, step ? step : "child", rep.failed_error < 0 ? rep.failed_error : -EIO,
-                         NULL);
+                r = fail(reterr, step, rep.failed_error < 0 ? rep.failed_error : -EIO, NULL);
                 if (reterr)
                         reterr->before_code = true; /* the status pipe closes at execve() */
                 return r;
@@ -915,7 +912,7 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
                 if (asprintf(&detail, "final seccomp stage not confirmed (%s)", rep.err.data) < 0)
                         detail = NULL;
                 output_report_done(&rep);
-                r = fail(reterr, "enter", -EPROTO, detail);
+                r = fail(reterr, RUN_STEP_ENTER, -EPROTO, detail);
                 if (reterr)
                         reterr->before_code = true; /* no final stage, no fd 3: the code was never read */
                 return r;
@@ -959,7 +956,7 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
         if (r < 0) {
                 output_report_done(&rep);
                 run_output_done(&out);
-                return fail(reterr, "result", r, NULL);
+                return fail(reterr, RUN_STEP_RESULT, r, NULL);
         }
         memcpy(out.id, p->id, sizeof(out.id));
         uint64_t rep_root = rep.child_root_usec, rep_sync = rep.child_sync_usec,
@@ -970,7 +967,7 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
                                 out.stderr_text, &out.error);
         if (r < 0) {
                 run_output_done(&out);
-                return fail(reterr, "result", r, NULL);
+                return fail(reterr, RUN_STEP_RESULT, r, NULL);
         }
 
         /* Step 11: the relay, the cgroup, then the UID. */

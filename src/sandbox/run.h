@@ -60,11 +60,10 @@ typedef struct RunOutput {
         RunTiming timing;
 } RunOutput;
 
-/* Why a run could not be made: the step (a ChildStep name or one of the parent's: "uid", "cgroup",
- * "seccomp", "runtime", "packages", "pipes", "spawn", "pump", "enter"), the error, and for some steps a
- * detail (a path, or what the operator should do). */
+/* Why a run could not be made: the step (run_step_to_string() names it), the error, and for some steps a
+ * detail (a path, or what the operator should do). A zeroed RunFailure says RUN_STEP_UNKNOWN. */
 typedef struct RunFailure {
-        const char *step;
+        RunStep step;
         int error;
         char *detail;
         bool before_code; /* the run failed before it could read its code: retrying runs nothing twice */

@@ -29,6 +29,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/packages.h"
+#include "common/run-result.h"
 #include "common/stats.h"
 #include "common/time-util.h"
 #include "common/utf8.h"
@@ -36,7 +37,6 @@
 #include "runner-client.h"
 #include "runner/admit.h"
 #include "runtime/runtime.h"
-#include "sandbox/result.h"
 
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 #define CONTENT_TYPE_JSON "application/json; charset=utf-8"

@@ -55,11 +55,11 @@
 
 #include "api.h"
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/time-util.h"
+#include "config/config-file.h"
 #include "runner-client.h"
 
 #define HEADERS_MAX (64U * 1024U)

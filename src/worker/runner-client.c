@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/config.h"
 #include "common/time-util.h"
+#include "config/config-file.h"
 
 #define CONFIG_TIMEOUT_USEC (UINT64_C(10) * USEC_PER_SEC)
 

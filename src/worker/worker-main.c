@@ -18,9 +18,9 @@
 #include <systemd/sd-daemon.h>
 
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "config/config-file.h"
 #include "worker/http.h"
 #include "worker/runner-client.h"
 

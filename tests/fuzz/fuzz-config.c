@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/config-file.h"
 #include "common/config.h"
+#include "config/config-file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

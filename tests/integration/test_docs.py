@@ -3,7 +3,7 @@ override and D-Bus member that exists is in its man page, every man page renders
 and the operator documentation's links and journal message IDs point at things that exist.
 
 Sources of truth: the programs' --help and their getopt tables (src/cli, src/worker, src/manager,
-src/ctl), the key and environment tables of src/common/config-file.c, and the introspection XML
+src/ctl), the key and environment tables of src/config/config-file.c, and the introspection XML
 dbus/org.difysandbox.Sandbox1.xml. A page or program that does not exist yet skips its test with what
 is missing. Needs no root.
 """
@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 MAN = REPO / 'man'
 SRC = REPO / 'src'
 DBUS_XML = REPO / 'dbus' / 'org.difysandbox.Sandbox1.xml'
-CONFIG_FILE_C = SRC / 'common' / 'config-file.c'
+CONFIG_FILE_C = SRC / 'config' / 'config-file.c'
 PREFIX = Path(sandbox_binary()).resolve().parent.parent
 
 

@@ -21,8 +21,8 @@
 #include <cmocka.h>
 #include <seccomp.h>
 
-#include "common/config-file.h"
 #include "common/config.h"
+#include "config/config-file.h"
 
 /* The upstream example config.yaml (langgenius/dify-sandbox conf/config.yaml), with its comments. */
 static const char upstream_yaml[] =
@@ -786,6 +786,12 @@ static void test_go_durations(void **state) {
                 { "2h45m10s", UINT64_C(9910000000) },
                 { "1500ms", UINT64_C(1500000) },
                 { "876000h", UINT64_C(3153600000000000) }, /* "never", as some deployments write it */
+                { "1s1500000us", UINT64_C(2500000) },
+                { "1s1000000\u00b5s", UINT64_C(2000000) },      /* micro sign */
+                { "1s1000000\u03bcs", UINT64_C(2000000) },      /* Greek mu */
+                { "1.0000000019s", UINT64_C(1000000) },         /* digits below a nanosecond drop */
+                { "2s.5s", UINT64_C(2500000) },                 /* a fraction without a whole part */
+                { "1h1.999999ms1500ns", UINT64_C(3600002001) }, /* nanoseconds below a usec drop */
         };
         TestDir *d = *state;
 
@@ -800,6 +806,27 @@ static void test_go_durations(void **state) {
                 config_done(&cfg);
                 free(path);
         }
+}
+
+/* A list key keeps the first of duplicates, in order, compared as kept: a syscall's number is its name. */
+static void test_list_keys_keep_first_of_duplicates(void **state) {
+        TestDir *d = *state;
+        char *path = write_file(d->path, "config.yaml",
+                                "allowed_syscalls: [getpid, write, %d, getpid]\n"
+                                "allowed_env_vars: [LANG, TZ, LANG]\n"
+                                "pool_preload:\n  python3: [numpy, json, numpy]\n"
+                                "egress_allow: [api.example.com, ':443', api.example.com]\n",
+                                NR_WRITE);
+        ConfigError err = { 0 };
+        Config cfg;
+
+        assert_int_equal(load(&cfg, path, NULL, NULL, &err), 0);
+        assert_syscalls(cfg.allowed_syscalls, (const char *const[]){ "getpid", "write", NULL });
+        assert_syscalls(cfg.allowed_env_vars, (const char *const[]){ "LANG", "TZ", NULL });
+        assert_syscalls(cfg.preload_python3, (const char *const[]){ "numpy", "json", NULL });
+        assert_syscalls(cfg.egress_allow, (const char *const[]){ "api.example.com", ":443", NULL });
+        config_done(&cfg);
+        free(path);
 }
 
 /* What config_format() prints loads back to the same Config, and prints the same again. */
@@ -1016,6 +1043,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_syscall_numbers, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_values_accepted, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_go_durations, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_list_keys_keep_first_of_duplicates, setup_dir,
+                                                teardown_dir),
                 cmocka_unit_test_setup_teardown(test_format_round_trip, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_format_defaults_round_trip, setup_dir, teardown_dir),
                 cmocka_unit_test(test_format_hides_secret),

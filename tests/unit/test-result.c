@@ -259,6 +259,62 @@ static void test_result_string_round_trip(void **state) {
         assert_int_equal(run_result_from_string("output_truncated"), -EINVAL);
 }
 
+/* The steps' names are what operators and tests match ("sandbox failed at step 'clocks'"): each step has
+ * one, no two share one, and the names said before RunStep existed are unchanged. */
+static void test_step_names(void **state) {
+        static const struct {
+                RunStep step;
+                const char *name;
+        } known[] = {
+                { RUN_STEP_UNKNOWN, "unknown" },
+                { RUN_STEP_RUNNER, "runner" },
+                { RUN_STEP_REQUEST, "request" },
+                { RUN_STEP_CONFIG, "config" },
+                { RUN_STEP_ADMISSION, "admission" },
+                { RUN_STEP_INIT, "init" },
+                { RUN_STEP_INSTANCE, "instance" },
+                { RUN_STEP_CGROUP, "cgroup" },
+                { RUN_STEP_SCOPE, "scope" },
+                { RUN_STEP_RUNTIME, "runtime" },
+                { RUN_STEP_PACKAGES, "packages" },
+                { RUN_STEP_UID, "uid" },
+                { RUN_STEP_EGRESS, "egress" },
+                { RUN_STEP_PIPES, "pipes" },
+                { RUN_STEP_SPAWN, "spawn" },
+                { RUN_STEP_PREPARED, "prepared" },
+                { RUN_STEP_PUMP, "pump" },
+                { RUN_STEP_CHILD, "child" },
+                { RUN_STEP_ENTER, "enter" },
+                { RUN_STEP_RESULT, "result" },
+                { RUN_STEP_SYNC, "sync" },
+                { RUN_STEP_CLOCKS, "clocks" },
+                { RUN_STEP_ROOTFS, "rootfs" },
+                { RUN_STEP_HOSTNAME, "hostname" },
+                { RUN_STEP_NETWORK, "network" },
+                { RUN_STEP_CGROUPNS, "cgroupns" },
+                { RUN_STEP_FDS, "fds" },
+                { RUN_STEP_RLIMITS, "rlimits" },
+                { RUN_STEP_CREDS, "credentials" },
+                { RUN_STEP_SIGNALS, "signals" },
+                { RUN_STEP_SECCOMP, "seccomp" },
+                { RUN_STEP_EXEC, "exec" },
+        };
+
+        for (RunStep s = 0; s < _RUN_STEP_MAX; s++) {
+                const char *name = run_step_to_string(s);
+
+                assert_non_null(name);
+                assert_true(name[0] != '\0');
+                for (RunStep o = 0; o < s; o++)
+                        assert_string_not_equal(name, run_step_to_string(o));
+        }
+        assert_int_equal(sizeof(known) / sizeof(known[0]), _RUN_STEP_MAX);
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+                assert_string_equal(run_step_to_string(known[i].step), known[i].name);
+        assert_null(run_step_to_string(_RUN_STEP_MAX));
+        assert_null(run_step_to_string(_RUN_STEP_INVALID));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_classify_exit),
@@ -269,6 +325,7 @@ int main(void) {
                 cmocka_unit_test(test_format_error_signal),
                 cmocka_unit_test(test_format_error_invalid),
                 cmocka_unit_test(test_result_string_round_trip),
+                cmocka_unit_test(test_step_names),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,7 @@
 /* config-drift: see config-drift.h. The comparison is of config_format() with secrets: the text the
  * manager publishes, so two configurations are equal exactly when a worker would load the same values. */
 
-#include "common/config-drift.h"
+#include "config/config-drift.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "common/config-file.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "config/config-file.h"
 
 static int format_to_string(const Config *cfg, char **ret) {
         char *text = NULL;

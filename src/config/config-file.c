@@ -21,17 +21,17 @@
 #include <seccomp.h>
 #include <yaml.h>
 
-#include "cleanup.h"
+#include "common/cleanup.h"
+#include "common/config.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "common/strv.h"
+#include "common/time-util.h"
 #include "config-drift.h"
-#include "config.h"
 #include "egress/egress-policy.h"
 #include "egress/egress.h"
-#include "fileio.h"
-#include "log.h"
-#include "parse.h"
 #include "sandbox/seccomp-policy.h"
-#include "strv.h"
-#include "time-util.h"
 
 #define CONFIG_FILE_SIZE_MAX (UINT64_C(1) << 20) /* a larger config file is a mistake, not a config */
 #define MESSAGE_VALUE_MAX 128 /* bytes of a refused value or key quoted in a message; more is cut, "..." */
@@ -463,28 +463,95 @@ static void format_duration(uint64_t usec, bool with_unit, char buf[static NUMBE
                 (void) snprintf(buf, NUMBER_TEXT_MAX, "%" PRIu64 "us", usec);
 }
 
+/* The units of Go's time.ParseDuration(). */
+/* clang-format off */
+static const struct {
+        const char *unit;
+        uint64_t nsec;
+        unsigned frac_digits; /* digits of a fraction that still count: nsec = 10^frac_digits * k */
+} go_units[] = {
+        { "ns",         1,                     0 },
+        { "us",         1000,                  3 },
+        { "\u00b5s",    1000,                  3 }, /* micro sign */
+        { "\u03bcs",    1000,                  3 }, /* Greek mu */
+        { "ms",         1000000,               6 },
+        { "s",          UINT64_C(1000000000),  9 },
+        { "m",          UINT64_C(60000000000), 9 },
+        { "h",          UINT64_C(3600000000000), 9 },
+};
+/* clang-format on */
+
+/* The value of the fraction digits frac[0..n) of one unit u, in nanoseconds: the digits beyond the unit's
+ * precision are dropped. */
+static int go_duration_fraction(const char *frac, size_t n, size_t u, uint64_t *ret_nsec) {
+        size_t k = n < go_units[u].frac_digits ? n : go_units[u].frac_digits;
+        uint64_t f, scale = go_units[u].nsec;
+        int r;
+
+        if (k == 0) {
+                *ret_nsec = 0;
+                return 0;
+        }
+        _cleanup_free_ char *t = strndup(frac, k);
+        if (!t)
+                return -ENOMEM;
+        r = parse_uint64(t, &f);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < k; i++)
+                scale /= 10;
+        *ret_nsec = f * scale; /* f * scale < nsec: no overflow */
+        return 0;
+}
+
+/* One term of a Go duration at *p ("30m", "1.5h"): its value in nanoseconds, and *p moved past it. */
+static int go_duration_term(const char **p, uint64_t *ret_nsec) {
+        static const char digits[] = "0123456789";
+        size_t n_whole = strspn(*p, digits), n_frac = 0, n_unit, u;
+        const char *q = *p + n_whole, *frac = NULL;
+        uint64_t whole = 0, f, v;
+        int r;
+
+        if (*q == '.') {
+                frac = q + 1;
+                n_frac = strspn(frac, digits);
+                q = frac + n_frac;
+        }
+        if (n_whole == 0 && n_frac == 0)
+                return -EINVAL;
+        n_unit = strcspn(q, "0123456789.");
+        for (u = 0; u < ELEMENTSOF(go_units); u++)
+                if (strlen(go_units[u].unit) == n_unit && strncmp(q, go_units[u].unit, n_unit) == 0)
+                        break;
+        if (u >= ELEMENTSOF(go_units))
+                return -EINVAL;
+
+        if (n_whole > 0) {
+                _cleanup_free_ char *t = strndup(*p, n_whole);
+                if (!t)
+                        return -ENOMEM;
+                r = parse_uint64(t, &whole);
+                if (r < 0)
+                        return r;
+        }
+        if (whole > UINT64_MAX / go_units[u].nsec)
+                return -ERANGE;
+        v = whole * go_units[u].nsec;
+        r = go_duration_fraction(frac, n_frac, u, &f);
+        if (r < 0)
+                return r;
+        if (v > UINT64_MAX - f)
+                return -ERANGE;
+        *ret_nsec = v + f;
+        *p = q + n_unit;
+        return 0;
+}
+
 /* Go's time.ParseDuration() syntax, which upstream uses for python_deps_update_interval: decimal numbers,
  * each with an optional fraction and a unit (ns, us, µs, ms, s, m, h), in sequence: "30m", "1h30m",
  * "1.5h". "0" needs no unit. No sign: a negative interval means nothing here. Precision below a
  * microsecond is dropped. Returns -EINVAL, -ERANGE or -ENOMEM. */
 static int parse_go_duration(const char *s, uint64_t *ret_usec) {
-        /* clang-format off */
-        static const struct {
-                const char *unit;
-                uint64_t nsec;
-                unsigned frac_digits; /* digits of a fraction that still count: nsec = 10^frac_digits * k */
-        } units[] = {
-                { "ns",         1,                     0 },
-                { "us",         1000,                  3 },
-                { "\u00b5s",    1000,                  3 }, /* micro sign */
-                { "\u03bcs",    1000,                  3 }, /* Greek mu */
-                { "ms",         1000000,               6 },
-                { "s",          UINT64_C(1000000000),  9 },
-                { "m",          UINT64_C(60000000000), 9 },
-                { "h",          UINT64_C(3600000000000), 9 },
-        };
-        /* clang-format on */
-        static const char digits[] = "0123456789";
         uint64_t total = 0;
         const char *p = s;
 
@@ -496,58 +563,13 @@ static int parse_go_duration(const char *s, uint64_t *ret_usec) {
                 return -EINVAL;
 
         while (*p != '\0') {
-                size_t n_whole = strspn(p, digits), n_frac = 0, n_unit;
-                const char *q = p + n_whole, *frac = NULL;
-                uint64_t whole = 0, v;
-                size_t u;
-                int r;
-
-                if (*q == '.') {
-                        frac = q + 1;
-                        n_frac = strspn(frac, digits);
-                        q = frac + n_frac;
-                }
-                if (n_whole == 0 && n_frac == 0)
-                        return -EINVAL;
-                n_unit = strcspn(q, "0123456789.");
-                for (u = 0; u < ELEMENTSOF(units); u++)
-                        if (strlen(units[u].unit) == n_unit && strncmp(q, units[u].unit, n_unit) == 0)
-                                break;
-                if (u >= ELEMENTSOF(units))
-                        return -EINVAL;
-
-                if (n_whole > 0) {
-                        _cleanup_free_ char *t = strndup(p, n_whole);
-                        if (!t)
-                                return -ENOMEM;
-                        r = parse_uint64(t, &whole);
-                        if (r < 0)
-                                return r;
-                }
-                if (whole > UINT64_MAX / units[u].nsec)
-                        return -ERANGE;
-                v = whole * units[u].nsec;
-
-                if (n_frac > 0 && units[u].frac_digits > 0) {
-                        size_t k = n_frac < units[u].frac_digits ? n_frac : units[u].frac_digits;
-                        _cleanup_free_ char *t = strndup(frac, k);
-                        uint64_t f, scale = units[u].nsec;
-
-                        if (!t)
-                                return -ENOMEM;
-                        r = parse_uint64(t, &f);
-                        if (r < 0)
-                                return r;
-                        for (size_t i = 0; i < k; i++)
-                                scale /= 10;
-                        if (v > UINT64_MAX - f * scale) /* f * scale < nsec: no overflow there */
-                                return -ERANGE;
-                        v += f * scale;
-                }
+                uint64_t v;
+                int r = go_duration_term(&p, &v);
+                if (r < 0)
+                        return r;
                 if (total > UINT64_MAX - v)
                         return -ERANGE;
                 total += v;
-                p = q + n_unit;
         }
         *ret_usec = total / 1000;
         return 0;
@@ -841,6 +863,33 @@ static bool module_name_is_valid(const char *s, size_t len) {
         return true;
 }
 
+/* One item of a list key, checked, as the configuration keeps it: a module or variable name, an egress
+ * rule, or a system call's name. */
+static int list_item(LoadContext *ctx, const KeyDef *def, const Scalar *v, char **ret) {
+        if (def->type == KEY_MODULES && !module_name_is_valid(v->text, v->len))
+                return fail_value(
+                        ctx, def, v,
+                        "must be a module name (letters, digits and _ . - @ /, not starting with . or /)");
+        if (def->type == KEY_ENV_NAMES && !env_name_is_valid(v->text, v->len))
+                return fail_value(ctx, def, v,
+                                  "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+        if (def->type == KEY_EGRESS_RULES) {
+                EgressRule rule;
+                const char *why = NULL;
+                int r = egress_rule_parse(v->text, &rule, &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return fail_value(ctx, def, v, "%s", why);
+                egress_rule_done(&rule);
+        }
+        if (def->type != KEY_MODULES && def->type != KEY_ENV_NAMES && def->type != KEY_EGRESS_RULES)
+                return syscall_from_item(ctx, def, v, ret);
+
+        *ret = strndup(v->text, v->len);
+        return *ret ? 0 : -ENOMEM;
+}
+
 static int set_list(LoadContext *ctx, const KeyDef *def, const ScalarList *l) {
         _cleanup_(strv_freep) char **names = NULL;
         size_t n = 0;
@@ -858,68 +907,16 @@ static int set_list(LoadContext *ctx, const KeyDef *def, const ScalarList *l) {
                 return 0; /* accepted for upstream's sake; the runtime tree decides what runs see */
         }
 
-        if (def->type == KEY_ENV_NAMES || def->type == KEY_MODULES) {
-                bool modules = def->type == KEY_MODULES;
-                names = calloc(l->n + 1, sizeof(char *));
-                if (!names)
-                        return -ENOMEM;
-                for (size_t i = 0; i < l->n; i++) {
-                        if (modules && !module_name_is_valid(l->items[i].text, l->items[i].len))
-                                return fail_value(ctx, def, &l->items[i],
-                                                  "must be a module name (letters, digits and _ . - @ /, "
-                                                  "not starting with . or /)");
-                        if (!modules && !env_name_is_valid(l->items[i].text, l->items[i].len))
-                                return fail_value(
-                                        ctx, def, &l->items[i],
-                                        "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
-                        if (strv_contains(names, l->items[i].text))
-                                continue;
-                        names[n] = strndup(l->items[i].text, l->items[i].len);
-                        if (!names[n++])
-                                return -ENOMEM;
-                }
-                char ***envs = key_field(ctx->cfg, def);
-                (void) strv_free(*envs);
-                *envs = TAKE_PTR(names);
-                return 0;
-        }
-
-        if (def->type == KEY_EGRESS_RULES) {
-                names = calloc(l->n + 1, sizeof(char *));
-                if (!names)
-                        return -ENOMEM;
-                for (size_t i = 0; i < l->n; i++) {
-                        EgressRule rule;
-                        const char *why = NULL;
-
-                        r = egress_rule_parse(l->items[i].text, &rule, &why);
-                        if (r == -ENOMEM)
-                                return r;
-                        if (r < 0)
-                                return fail_value(ctx, def, &l->items[i], "%s", why);
-                        egress_rule_done(&rule);
-                        if (strv_contains(names, l->items[i].text))
-                                continue;
-                        names[n] = strndup(l->items[i].text, l->items[i].len);
-                        if (!names[n++])
-                                return -ENOMEM;
-                }
-                char ***rules = key_field(ctx->cfg, def);
-                (void) strv_free(*rules);
-                *rules = TAKE_PTR(names);
-                return 0;
-        }
-
         names = calloc(l->n + 1, sizeof(char *));
         if (!names)
                 return -ENOMEM;
         for (size_t i = 0; i < l->n; i++) {
                 _cleanup_free_ char *name = NULL;
 
-                r = syscall_from_item(ctx, def, &l->items[i], &name);
+                r = list_item(ctx, def, &l->items[i], &name);
                 if (r < 0)
                         return r;
-                if (!strv_contains(names, name))
+                if (!strv_contains(names, name)) /* the first of duplicates is kept, in order */
                         names[n++] = TAKE_PTR(name);
         }
 

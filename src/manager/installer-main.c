@@ -96,7 +96,7 @@ void report_progress(Installer *inst, unsigned percent, const char *format, ...)
 static void help(void) {
         printf("%s --language python3|nodejs --packages-dir DIR [OPTIONS] [--] [PACKAGE...]\n\n"
                "Builds a dependency generation with pip or npm and makes it current.\n\n"
-               "  --language LANGUAGE      python3 or nodejs\n"
+               "  --language LANGUAGE      " RUNTIME_LANGUAGE_NAMES "\n"
                "  --packages-dir DIR       the language's packages directory (absolute)\n"
                "  --requirements FILE      the requirement file; a missing file is empty\n"
                "  --index-url URL          python3: pip's package index\n"
@@ -189,8 +189,8 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
                 case ARG_LANGUAGE:
                         inst->language = language_from_string(optarg);
                         if (inst->language < 0)
-                                return failf(reterr, -EINVAL, "unknown language '%s' (python3 or nodejs)",
-                                             optarg);
+                                return failf(reterr, -EINVAL,
+                                             "unknown language '%s' (" RUNTIME_LANGUAGE_NAMES ")", optarg);
                         break;
                 case ARG_PACKAGES_DIR:
                         inst->packages_dir = optarg;

@@ -30,6 +30,7 @@
 #include "common/stats.h"
 #include "common/time-util.h"
 #include "handler.h"
+#include "languages.h"
 #include "pool.h"
 #include "protocol.h"
 #include "sandbox/run.h"
@@ -401,7 +402,7 @@ static int runner_apply(Runner *r, Config *cfg) {
         Admit *admit = NULL;
         int e;
 
-        e = sandbox_new(cfg, &sb, &failure);
+        e = languages_sandbox_new(cfg, &sb, &failure);
         if (e >= 0)
                 e = sandbox_compile_filters(sb, &failure);
         if (e < 0) {

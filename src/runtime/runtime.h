@@ -7,10 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Where a run sees its language's current dependency generation (src/common/generation.h), read-only:
- * python/ (pip --target) for python3, node_modules/ for nodejs. The runtime tree has this directory, empty,
- * for the mount (scripts/difysandbox-prepare-runtime creates it: keep its PACKAGES_MOUNT_POINT equal). */
-#define RUNTIME_PACKAGES_MOUNT "/usr/lib/difysandbox-packages"
+#include "common/generation.h" /* RUNTIME_PACKAGES_MOUNT */
 
 typedef struct Config Config;
 typedef struct SyscallRule SyscallRule;
@@ -31,6 +28,10 @@ typedef struct Runtime {
         const SyscallRule *rules;             /* language rows, sorted by name */
         size_t n_rules;
 } Runtime;
+
+/* The accepted names, as usage texts and error messages say them; tests/unit/test-runtime.c checks that
+ * it lists every descriptor's name, in the enum's order. */
+#define RUNTIME_LANGUAGE_NAMES "python3 or nodejs"
 
 const Runtime *runtime_get(Language language);
 Language language_from_string(const char *s);

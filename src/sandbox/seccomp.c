@@ -140,6 +140,7 @@ static int add_rule(scmp_filter_ctx ctx, const SyscallRule *rule, bool network, 
                 return add_socket_rules(ctx, network, true);
         case RULE_IOCTL:
                 return add_ioctl_rules(ctx);
+        case _RULE_ACTION_MAX:
         default:
                 return -EINVAL;
         }

@@ -6,6 +6,12 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "common/stats.h"
+
+/* The shared stats file keeps a row per language, by the enum's value (common/stats.h cannot include
+ * this folder): a new language raises STATS_LANGUAGES there, and STATS_FILE_VERSION with it. */
+_Static_assert(_LANGUAGE_MAX == STATS_LANGUAGES,
+               "common/stats.h: STATS_LANGUAGES is the number of languages");
 
 const Runtime *runtime_get(Language language) {
         switch (language) {

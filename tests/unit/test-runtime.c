@@ -1,5 +1,5 @@
 /* Unit tests for src/runtime/runtime.c: the language descriptors are the one place a language is
- * described (docs/hacking.md, "A language"), so what callers read from them must agree with the rest:
+ * described (docs/hacking.md, "Adding a language"), so what callers read from them must agree with the rest:
  * every enum value has a descriptor that names itself, the accepted names that usage texts print
  * (RUNTIME_LANGUAGE_NAMES) list exactly the descriptors' names, and the configuration fields a
  * descriptor points at are the ones its configuration keys set. */

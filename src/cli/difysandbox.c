@@ -21,6 +21,8 @@
 #include "config/config-file.h"
 #include "runner/admit.h"
 #include "runner/handler.h"
+#include "runner/languages.h"
+#include "runtime/runtime.h"
 #include "sandbox/run.h"
 #include "worker/serve.h"
 
@@ -108,7 +110,7 @@ static int run_and_print(const Config *cfg, const RunRequest *req, bool timing) 
         HandlerResult res;
         int r;
 
-        r = sandbox_new(cfg, &sb, &failure);
+        r = languages_sandbox_new(cfg, &sb, &failure);
         if (r < 0) {
                 log_error_errno(r, "Cannot set up the sandbox (step '%s'%s%s): %m",
                                 run_step_to_string(failure.step), failure.detail ? ": " : "",
@@ -162,7 +164,8 @@ static int verb_run(Config *cfg, int argc, char **argv) {
         /* clang-format on */
         _cleanup_free_ char *code = NULL;
         _cleanup_close_ int fd = -EBADF;
-        RunRequest req = { .language = _LANGUAGE_INVALID };
+        RunRequest req = { 0 };
+        Language language = _LANGUAGE_INVALID;
         const char *file = "-";
         bool timing = false;
         int c, r;
@@ -171,9 +174,10 @@ static int verb_run(Config *cfg, int argc, char **argv) {
         while ((c = getopt_long(argc, argv, "l:nt:m:Th", options, NULL)) >= 0)
                 switch (c) {
                 case 'l':
-                        req.language = language_from_string(optarg);
-                        if (req.language < 0) {
-                                log_error("Invalid --language '%s': expected python3 or nodejs", optarg);
+                        language = language_from_string(optarg);
+                        if (language < 0) {
+                                log_error("Invalid --language '%s': expected " RUNTIME_LANGUAGE_NAMES,
+                                          optarg);
                                 return -EINVAL;
                         }
                         break;
@@ -205,10 +209,11 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 default:
                         return -EINVAL;
                 }
-        if (req.language < 0) {
-                log_error("Missing --language: expected python3 or nodejs");
+        if (language < 0) {
+                log_error("Missing --language: expected " RUNTIME_LANGUAGE_NAMES);
                 return -EINVAL;
         }
+        req.language = (unsigned) language; /* the sandbox's languages are the enum's (runner/languages.h) */
         if (optind < argc)
                 file = argv[optind++];
         if (optind < argc) {

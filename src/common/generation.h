@@ -19,6 +19,12 @@
 
 #define PACKAGES_DIR_NAME "packages"
 
+/* Where a run sees its language's current generation, read-only: python/ (pip --target) for python3,
+ * node_modules/ for nodejs. Here because both the sandbox (which mounts it) and the languages'
+ * bootstraps (src/runtime/, which read it) need it. The runtime tree has this directory, empty, for the
+ * mount (scripts/difysandbox-prepare-runtime creates it: keep its PACKAGES_MOUNT_POINT equal). */
+#define RUNTIME_PACKAGES_MOUNT "/usr/lib/difysandbox-packages"
+
 /* A generation in use by a run: the directory, open and share-locked. */
 typedef struct Generation {
         uint64_t number; /* 0: none */

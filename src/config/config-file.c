@@ -746,7 +746,6 @@ static int set_number(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
         int r;
 
         switch (def->type) {
-
         case KEY_PORT:
         case KEY_UINT32:
         case KEY_UID:
@@ -803,6 +802,17 @@ static int set_number(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
                 *(uint32_t *) field = u32;
                 return 0;
 
+        case KEY_EGRESS_RULES:
+        case KEY_ENV_NAMES:
+        case KEY_INTERPRETER:
+        case KEY_MODULES:
+        case KEY_PATH:
+        case KEY_PROXY:
+        case KEY_SECRET:
+        case KEY_SECTION:
+        case KEY_STRING_LIST:
+        case KEY_STRING:
+        case KEY_SYSCALLS:
         default:
                 assert(false);
                 return -EINVAL;
@@ -956,6 +966,20 @@ static int set_scalar(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
         case KEY_PROXY:
                 r = set_string(ctx, def, v);
                 break;
+        case KEY_BOOL:
+        case KEY_DURATION:
+        case KEY_EGRESS_RULES:
+        case KEY_ENV_NAMES:
+        case KEY_GO_DURATION:
+        case KEY_MODULES:
+        case KEY_PERCENT:
+        case KEY_PORT:
+        case KEY_SECTION:
+        case KEY_SIZE:
+        case KEY_STRING_LIST:
+        case KEY_SYSCALLS:
+        case KEY_UID:
+        case KEY_UINT32:
         default:
                 r = set_number(ctx, def, v);
         }
@@ -1026,7 +1050,7 @@ static int fail_yaml(LoadContext *ctx, const yaml_parser_t *p) {
 
 /* The explicit tag of a node event, or NULL. */
 static const char *event_tag(const yaml_event_t *e) {
-        switch (e->type) {
+        switch ((int) e->type) { /* a library's enum: default takes the rest */
         case YAML_SCALAR_EVENT:
                 return (const char *) e->data.scalar.tag;
         case YAML_SEQUENCE_START_EVENT:
@@ -1191,7 +1215,7 @@ static int walk_value(LoadContext *ctx, yaml_parser_t *p, const KeyDef *def) {
         if (r < 0)
                 return r;
 
-        switch (e.type) {
+        switch ((int) e.type) { /* a library's enum: default takes the rest */
 
         case YAML_SCALAR_EVENT: {
                 _cleanup_free_ char *text = NULL;
@@ -1611,6 +1635,8 @@ int config_format(const Config *cfg, FILE *f, bool show_secrets) {
                         (void) fputc(']', f);
                         break;
                 }
+                case KEY_SECTION:
+                case KEY_STRING_LIST:
                 default:
                         assert(false);
                 }

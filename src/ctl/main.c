@@ -78,7 +78,8 @@ static void help(void) {
                       "  -h, --help     print this help\n"
                       "  --version      print the version\n"
                       "\n"
-                      "LANGUAGE is python3 or nodejs. Exit status: 0 success, 1 failed, 2 usage, 3 manager\n"
+                      "LANGUAGE is " RUNTIME_LANGUAGE_NAMES
+                      ". Exit status: 0 success, 1 failed, 2 usage, 3 manager\n"
                       "unreachable, 4 permission denied. See difysandboxctl(1).\n",
                       usage_text);
 }
@@ -97,7 +98,7 @@ static __attribute__((format(printf, 1, 2))) int usage_error(const char *format,
 
 static int check_language(const char *language) {
         if (language_from_string(language) < 0)
-                return usage_error("unknown language '%s': expected python3 or nodejs", language);
+                return usage_error("unknown language '%s': expected " RUNTIME_LANGUAGE_NAMES, language);
         return 0;
 }
 
@@ -654,7 +655,7 @@ static int run(int n, char **args) {
                 if (n != 2)
                         return usage_error("'run' needs one FILE (- for standard input)");
                 if (!arg_language)
-                        return usage_error("'run' needs --language python3 or nodejs");
+                        return usage_error("'run' needs --language " RUNTIME_LANGUAGE_NAMES);
                 r = check_language(arg_language);
                 if (r != 0)
                         return r;
@@ -675,7 +676,7 @@ static int run(int n, char **args) {
         sub = args[1];
         if (streq(sub, "list") || streq(sub, "refresh")) {
                 if (n < 3)
-                        return usage_error("'deps %s' needs a LANGUAGE (python3 or nodejs)", sub);
+                        return usage_error("'deps %s' needs a LANGUAGE (" RUNTIME_LANGUAGE_NAMES ")", sub);
                 if (n > 3)
                         return usage_error("'deps %s' takes one LANGUAGE, got also '%s'", sub, args[3]);
                 if (check_language(args[2]) != 0)
@@ -684,8 +685,8 @@ static int run(int n, char **args) {
         }
         if (streq(sub, "install") || streq(sub, "remove")) {
                 if (n < 3)
-                        return usage_error("'deps %s' needs a LANGUAGE (python3 or nodejs) and packages",
-                                           sub);
+                        return usage_error(
+                                "'deps %s' needs a LANGUAGE (" RUNTIME_LANGUAGE_NAMES ") and packages", sub);
                 if (check_language(args[2]) != 0)
                         return CTL_EXIT_USAGE;
                 if (n < 4)

@@ -630,6 +630,8 @@ static bool rule_matches(const EgressRule *rule, const Destination *d) {
         case EGRESS_RULE_HOST:
         case EGRESS_RULE_DOMAIN:
                 return name_matches(rule, d->name);
+        case _EGRESS_RULE_KIND_INVALID:
+        case _EGRESS_RULE_KIND_MAX:
         default:
                 assert(false);
                 return false;
@@ -648,6 +650,10 @@ static int deny_by_rule(EgressPolicy *p, const EgressRule *rule, const Destinati
                 address_to_string(&d->address, text);
                 return deny(p, reterr_reason, "address is on the deny list",
                             "address %s is on the deny list (egress_deny '%s')", text, rule->text);
+        case EGRESS_RULE_DOMAIN:
+        case EGRESS_RULE_HOST:
+        case _EGRESS_RULE_KIND_INVALID:
+        case _EGRESS_RULE_KIND_MAX:
         default:
                 return deny(p, reterr_reason, "host is on the deny list",
                             "host '%s' is on the deny list (egress_deny '%s')", host, rule->text);

@@ -605,7 +605,6 @@ static void conn_on_client(Relay *relay, Conn *c, short revents, uint64_t now) {
         ssize_t n;
 
         switch (c->state) {
-
         case CONN_HEAD: {
                 size_t end;
 
@@ -673,7 +672,10 @@ static void conn_on_client(Relay *relay, Conn *c, short revents, uint64_t now) {
                 }
                 return;
 
-        default:
+        case CONN_CONNECTING:
+        case CONN_DEAD:
+        case CONN_HANDSHAKE:
+        case CONN_RESOLVING:
                 return;
         }
 }
@@ -763,6 +765,10 @@ static void conn_on_upstream(Relay *relay, Conn *c, short revents, uint64_t now)
                 }
                 return;
 
+        case CONN_DEAD:
+        case CONN_HEAD:
+        case CONN_REPLY:
+        case CONN_RESOLVING:
         default:
                 return;
         }
@@ -807,6 +813,9 @@ static void conn_on_timeout(Relay *relay, Conn *c, uint64_t now) {
                 conn_replyf(relay, c, 504, now, "the upstream %s did not answer within 10 s",
                             upstream_name(c->via));
                 return;
+        case CONN_DEAD:
+        case CONN_RELAY:
+        case CONN_REPLY:
         default: /* RELAY idle, REPLY written or lingered long enough */
                 conn_kill(relay, c);
                 return;
@@ -893,6 +902,10 @@ static short client_events(const Conn *c) {
                                 (buffer_len(&c->out) > 0 ? POLLOUT : 0));
         case CONN_REPLY:
                 return c->lingering ? POLLIN : POLLOUT;
+        case CONN_CONNECTING:
+        case CONN_DEAD:
+        case CONN_HANDSHAKE:
+        case CONN_RESOLVING:
         default:
                 /* RESOLVING, CONNECTING, HANDSHAKE: nothing is read before the way is open, and a client
                  * that gave up is noticed then. */
@@ -909,6 +922,10 @@ static short upstream_events(const Conn *c) {
         case CONN_RELAY:
                 return (short) ((!c->upstream_eof && buffer_has_room(&c->out) ? POLLIN : 0) |
                                 (buffer_len(&c->tx) > 0 || buffer_len(&c->in) > 0 ? POLLOUT : 0));
+        case CONN_DEAD:
+        case CONN_HEAD:
+        case CONN_REPLY:
+        case CONN_RESOLVING:
         default:
                 return 0;
         }

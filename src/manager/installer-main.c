@@ -96,7 +96,7 @@ void report_progress(Installer *inst, unsigned percent, const char *format, ...)
 static void help(void) {
         printf("%s --language python3|nodejs --packages-dir DIR [OPTIONS] [--] [PACKAGE...]\n\n"
                "Builds a dependency generation with pip or npm and makes it current.\n\n"
-               "  --language LANGUAGE      python3 or nodejs\n"
+               "  --language LANGUAGE      " RUNTIME_LANGUAGE_NAMES "\n"
                "  --packages-dir DIR       the language's packages directory (absolute)\n"
                "  --requirements FILE      the requirement file; a missing file is empty\n"
                "  --index-url URL          python3: pip's package index\n"
@@ -132,10 +132,18 @@ static int check_arguments(const Installer *inst, char **reterr) {
                 return failf(reterr, -EINVAL, "--packages-dir with an absolute path is required");
         if (inst->requirements && inst->requirements[0] != '/')
                 return failf(reterr, -EINVAL, "--requirements needs an absolute path");
-        if (inst->index_url && inst->language != LANGUAGE_PYTHON3)
-                return failf(reterr, -EINVAL, "--index-url applies to python3 only");
-        if (inst->registry && inst->language != LANGUAGE_NODEJS)
-                return failf(reterr, -EINVAL, "--registry applies to nodejs only");
+        switch (runtime_get(inst->language)->package_tool) { /* each option is its tool's */
+        case PACKAGE_TOOL_PIP:
+                if (inst->registry)
+                        return failf(reterr, -EINVAL, "--registry applies to nodejs only");
+                break;
+        case PACKAGE_TOOL_NPM:
+                if (inst->index_url)
+                        return failf(reterr, -EINVAL, "--index-url applies to python3 only");
+                break;
+        case _PACKAGE_TOOL_MAX:
+                break;
+        }
         if (inst->index_url && !url_is_valid(inst->index_url))
                 return failf(reterr, -EINVAL, "--index-url '%s' is not an http:// or https:// URL",
                              inst->index_url);
@@ -189,8 +197,8 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
                 case ARG_LANGUAGE:
                         inst->language = language_from_string(optarg);
                         if (inst->language < 0)
-                                return failf(reterr, -EINVAL, "unknown language '%s' (python3 or nodejs)",
-                                             optarg);
+                                return failf(reterr, -EINVAL,
+                                             "unknown language '%s' (" RUNTIME_LANGUAGE_NAMES ")", optarg);
                         break;
                 case ARG_PACKAGES_DIR:
                         inst->packages_dir = optarg;
@@ -250,25 +258,47 @@ static int make_dir_in(const Installer *inst, const char *name, mode_t mode, cha
         return 0;
 }
 
+/* An empty generation still has pip's --target directory, which the python3 bootstrap puts on sys.path;
+ * npm's node_modules is looked up only when it exists. */
+static int make_empty_packages_dir(const Installer *inst, char **reterr) {
+        const Runtime *rt = runtime_get(inst->language);
+
+        switch (rt->package_tool) {
+        case PACKAGE_TOOL_PIP:
+                return make_dir_in(inst, rt->packages_subdir, 0755, reterr);
+        case PACKAGE_TOOL_NPM:
+        case _PACKAGE_TOOL_MAX:
+                break;
+        }
+        return 0;
+}
+
 /* npm is a package of its own on Debian, and often missing where node is installed: say so and how to
  * get it, rather than pass on exec's bare "No such file or directory". */
 static int check_tool(const Installer *inst, char **reterr) {
-        const char *tool = inst->language == LANGUAGE_NODEJS ? inst->npm : inst->python;
+        const Runtime *rt = runtime_get(inst->language);
+        const char *tool = installer_tool_path(inst);
 
         if (access(tool, X_OK) >= 0)
                 return 0;
-        if (inst->language == LANGUAGE_NODEJS)
+        switch (rt->package_tool) {
+        case PACKAGE_TOOL_NPM:
                 return failf(
                         reterr, -errno,
-                        "npm is not installed (%s: %m): install it (apt install npm), or set nodejs_path "
-                        "to a node with npm beside it",
-                        tool);
-        return failf(reterr, -errno, "cannot run %s: %m: set python_path to an installed python3", tool);
+                        "npm is not installed (%s: %m): install it (apt install npm), or set %s to a node "
+                        "with npm beside it",
+                        tool, rt->interpreter_key);
+        case PACKAGE_TOOL_PIP:
+        case _PACKAGE_TOOL_MAX:
+                break;
+        }
+        return failf(reterr, -errno, "cannot run %s: %m: set %s to an installed %s", tool,
+                     rt->interpreter_key, rt->name);
 }
 
 /* pip or npm on the whole package set, in the generation being built, and then its scratch space gone. */
 static int install_all(Installer *inst, const RequirementSet *all, char **reterr) {
-        const char *tool = inst->language == LANGUAGE_PYTHON3 ? "pip" : "npm";
+        const char *tool = runtime_get(inst->language)->package_tool_name;
         static const char *const scratch[] = { HOME_DIR, TMP_DIR, NPM_CACHE_DIR };
         int r;
 
@@ -357,11 +387,9 @@ static int installer_run(Installer *inst, uint64_t *ret_number, char **reterr) {
 
         if (all.n == 0) {
                 printf("no packages: generation %" PRIu64 " is empty\n", number);
-                if (inst->language == LANGUAGE_PYTHON3) {
-                        r = make_dir_in(inst, "python", 0755, reterr);
-                        if (r < 0)
-                                return r;
-                }
+                r = make_empty_packages_dir(inst, reterr);
+                if (r < 0)
+                        return r;
         } else {
                 r = install_all(inst, &all, reterr);
                 if (r < 0)

@@ -136,7 +136,8 @@ static int read_extra_packages(const Installer *inst, RequirementSet *set, char 
                 if (line[0] == '#' || line[0] == '\0')
                         continue;
                 arg = line;
-                if (inst->language == LANGUAGE_NODEJS && strncmp(line, TARBALLS_DIR "/", 9) == 0) {
+                if (runtime_get(inst->language)->requirements == REQUIREMENTS_NPM &&
+                    strncmp(line, TARBALLS_DIR "/", 9) == 0) { /* only npm's grammar has tarballs */
                         if (strchr(line + 9, '/') || line[9] == '.')
                                 return failf(reterr, -EBADMSG, "%s:%u: bad tarball name", path, lineno);
                         if (asprintf(&abs, "%s/%s", gen, line) < 0)
@@ -432,13 +433,18 @@ int installer_write_generation_files(const Installer *inst, const RequirementSet
                 return r;
         free(TAKE_PTR(text));
 
-        if (inst->language == LANGUAGE_PYTHON3) {
+        switch (runtime_get(inst->language)->package_tool) {
+        case PACKAGE_TOOL_PIP:
                 r = format_lines("# The packages of this generation, as pip installed them "
                                  "(difysandbox-installer).\n",
                                  all, &text);
                 if (r < 0)
                         return r;
                 return write_file_at(inst->gen_path, "requirements.txt", text, reterr);
+        case PACKAGE_TOOL_NPM:
+                break;
+        case _PACKAGE_TOOL_MAX:
+                return -EINVAL;
         }
         /* npm records what it installs in here. */
         return write_file_at(inst->gen_path, "package.json",

@@ -63,15 +63,15 @@ static void remember(char **slot, const char *line) {
 
 /* pip: the last "ERROR:" line ("No matching distribution found for ..."), else the last "error:".
  * npm: the first "npm error" (npm 10+) or "npm ERR!" line that is not a code, an errno or a log path. */
-static void track_error(Installer *inst, ToolOutput *out, const char *line) {
-        if (inst->language == LANGUAGE_PYTHON3) {
-                if (startswith(line, "ERROR:")) {
-                        remember(&out->error, line);
-                        out->error_final = true;
-                } else if (startswith(line, "error:") && !out->error_final)
-                        remember(&out->error, line);
-                return;
-        }
+static void track_error_pip(ToolOutput *out, const char *line) {
+        if (startswith(line, "ERROR:")) {
+                remember(&out->error, line);
+                out->error_final = true;
+        } else if (startswith(line, "error:") && !out->error_final)
+                remember(&out->error, line);
+}
+
+static void track_error_npm(ToolOutput *out, const char *line) {
         if (out->error_final)
                 return;
         if (startswith(line, "npm error ") || startswith(line, "npm ERR! ")) {
@@ -96,20 +96,22 @@ static void track_error(Installer *inst, ToolOutput *out, const char *line) {
         }
 }
 
-static void track_progress(Installer *inst, ToolOutput *out, const char *line) {
+static void track_progress_pip(Installer *inst, ToolOutput *out, const char *line) {
         size_t n = out->n_packages > 0 ? out->n_packages : 1;
 
-        if (inst->language == LANGUAGE_PYTHON3) {
-                if (startswith(line, "Collecting ")) {
-                        out->steps++;
-                        report_progress(inst, 10 + (unsigned) (50 * out->steps / (out->steps + n)),
-                                        "collecting %.200s", line + 11);
-                } else if (startswith(line, "Installing collected packages:"))
-                        report_progress(inst, 70, "installing");
-                else if (startswith(line, "Successfully installed"))
-                        report_progress(inst, 90, "installed");
-                return;
-        }
+        if (startswith(line, "Collecting ")) {
+                out->steps++;
+                report_progress(inst, 10 + (unsigned) (50 * out->steps / (out->steps + n)),
+                                "collecting %.200s", line + 11);
+        } else if (startswith(line, "Installing collected packages:"))
+                report_progress(inst, 70, "installing");
+        else if (startswith(line, "Successfully installed"))
+                report_progress(inst, 90, "installed");
+}
+
+static void track_progress_npm(Installer *inst, ToolOutput *out, const char *line) {
+        size_t n = out->n_packages > 0 ? out->n_packages : 1;
+
         if (startswith(line, "npm http fetch ")) {
                 out->steps++;
                 report_progress(inst, 10 + (unsigned) (60 * out->steps / (out->steps + n)), "fetching");
@@ -136,12 +138,22 @@ static int tool_line(Installer *inst, ToolOutput *out) {
         printf("  %s\n", clean);
         if (log_use_journal()) /* the job's unit's journal keeps the whole output, Log only its tail */
                 (void) sd_journal_send("MESSAGE=%s", clean, "PRIORITY=%i", LOG_INFO, "SYSLOG_IDENTIFIER=%s",
-                                       inst->language == LANGUAGE_PYTHON3 ? "pip" : "npm", NULL);
+                                       runtime_get(inst->language)->package_tool_name, NULL);
         if (clean_len == 0 || strspn(clean, " \t") == clean_len)
                 return 0;
         remember(&out->last_line, clean);
-        track_error(inst, out, clean);
-        track_progress(inst, out, clean);
+        switch (runtime_get(inst->language)->package_tool) {
+        case PACKAGE_TOOL_PIP:
+                track_error_pip(out, clean);
+                track_progress_pip(inst, out, clean);
+                break;
+        case PACKAGE_TOOL_NPM:
+                track_error_npm(out, clean);
+                track_progress_npm(inst, out, clean);
+                break;
+        case _PACKAGE_TOOL_MAX:
+                break;
+        }
         return 0;
 }
 
@@ -237,7 +249,7 @@ static int tool_stop(pid_t pid, int pidfd, bool term, int *ret_status) {
 static int run_tool(Installer *inst, char **argv, char **envp, size_t n_packages, char **reterr) {
         _cleanup_(tool_output_done) ToolOutput out = { .n_packages = n_packages };
         _cleanup_close_ int pipe_r = -EBADF, pipe_w = -EBADF, pidfd = -EBADF;
-        const char *tool = inst->language == LANGUAGE_PYTHON3 ? "pip" : "npm";
+        const char *tool = runtime_get(inst->language)->package_tool_name;
         bool eof = false, exited = false;
         int fds[2], status, r;
         pid_t pid;
@@ -336,15 +348,70 @@ static size_t add_proxy_environment(char **env, size_t n) {
         return n;
 }
 
+const char *installer_tool_path(const Installer *inst) {
+        switch (runtime_get(inst->language)->package_tool) {
+        case PACKAGE_TOOL_PIP:
+                return inst->python;
+        case PACKAGE_TOOL_NPM:
+                return inst->npm;
+        case _PACKAGE_TOOL_MAX:
+                break;
+        }
+        return NULL;
+}
+
+/* pip installs what requirements.txt lists (installer-packages.c wrote it) into the generation's
+ * subfolder; its fixed arguments (rt->install_args) come first. */
+static int pip_command(const Installer *inst, const Runtime *rt, char **argv, size_t *n, char **envp,
+                       size_t e) {
+        argv[(*n)++] = strdup("--target");
+        if (asprintf(&argv[(*n)++], "%s/%s", inst->gen_path, rt->packages_subdir) < 0)
+                return -ENOMEM;
+        if (inst->index_url) {
+                argv[(*n)++] = strdup("--index-url");
+                argv[(*n)++] = strdup(inst->index_url);
+        }
+        argv[(*n)++] = strdup("-r");
+        if (asprintf(&argv[(*n)++], "%s/requirements.txt", inst->gen_path) < 0)
+                return -ENOMEM;
+        if (asprintf(&envp[e++], "PYTHONNOUSERSITE=1") < 0 ||
+            asprintf(&envp[e++], "PIP_ROOT_USER_ACTION=ignore") < 0) /* tests run it as root */
+                return -ENOMEM;
+        return 0;
+}
+
+/* npm installs the packages, named as arguments, under the generation (node_modules/, package.json). */
+static int npm_command(const Installer *inst, const RequirementSet *all, char **argv, size_t *n, char **envp,
+                       size_t e) {
+        argv[(*n)++] = strdup("--prefix");
+        argv[(*n)++] = strdup(inst->gen_path);
+        if (inst->registry) {
+                argv[(*n)++] = strdup("--registry");
+                argv[(*n)++] = strdup(inst->registry);
+        }
+        argv[(*n)++] = strdup("--");
+        for (size_t i = 0; i < all->n; i++)
+                argv[(*n)++] = strdup(all->items[i].text);
+        if (asprintf(&envp[e++], "npm_config_cache=%s/" NPM_CACHE_DIR, inst->gen_path) < 0 ||
+            asprintf(&envp[e++], "npm_config_update_notifier=false") < 0 ||
+            asprintf(&envp[e++], "npm_config_logs_max=0") < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 int installer_install(Installer *inst, const RequirementSet *all, char **reterr) {
+        const Runtime *rt = runtime_get(inst->language);
         _cleanup_(strv_freep) char **argv = NULL, **envp = NULL;
         size_t n = 0, e = 0;
         int r;
 
-        argv = calloc(24 + all->n, sizeof(char *));
+        for (const char *const *a = rt->install_args; *a; a++)
+                n++;
+        argv = calloc(16 + n + all->n, sizeof(char *)); /* the tool, its arguments, ours, the packages */
         envp = calloc(24, sizeof(char *));
         if (!argv || !envp)
                 return -ENOMEM;
+        n = 0;
 
         if (asprintf(&envp[e++], "PATH=" TOOL_PATH) < 0 || asprintf(&envp[e++], "LANG=C.UTF-8") < 0 ||
             asprintf(&envp[e++], "HOME=%s/" HOME_DIR, inst->gen_path) < 0 ||
@@ -352,62 +419,25 @@ int installer_install(Installer *inst, const RequirementSet *all, char **reterr)
                 return -ENOMEM;
         e = add_proxy_environment(envp, e);
 
-        if (inst->language == LANGUAGE_PYTHON3) {
-                static const char *const fixed[] = { "-m",
-                                                     "pip",
-                                                     "install",
-                                                     "--no-cache-dir",
-                                                     "--disable-pip-version-check",
-                                                     "--no-input",
-                                                     "--progress-bar",
-                                                     "off",
-                                                     "--no-color" };
-
-                /* --target skips pip's "externally managed" check (PEP 668), so no
-                 * --break-system-packages: the target is ours. */
-                argv[n++] = strdup(inst->python);
-                for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
-                        argv[n++] = strdup(fixed[i]);
-                argv[n++] = strdup("--target");
-                if (asprintf(&argv[n++], "%s/python", inst->gen_path) < 0)
-                        return -ENOMEM;
-                if (inst->index_url) {
-                        argv[n++] = strdup("--index-url");
-                        argv[n++] = strdup(inst->index_url);
-                }
-                argv[n++] = strdup("-r");
-                if (asprintf(&argv[n++], "%s/requirements.txt", inst->gen_path) < 0)
-                        return -ENOMEM;
-                if (asprintf(&envp[e++], "PYTHONNOUSERSITE=1") < 0 ||
-                    asprintf(&envp[e++], "PIP_ROOT_USER_ACTION=ignore") < 0) /* tests run it as root */
-                        return -ENOMEM;
-        } else {
-                static const char *const fixed[] = { "install",      "--no-audit",
-                                                     "--no-fund",    "--no-update-notifier",
-                                                     "--omit=dev",   "--loglevel=http",
-                                                     "--color=false" };
-
-                argv[n++] = strdup(inst->npm);
-                for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
-                        argv[n++] = strdup(fixed[i]);
-                argv[n++] = strdup("--prefix");
-                argv[n++] = strdup(inst->gen_path);
-                if (inst->registry) {
-                        argv[n++] = strdup("--registry");
-                        argv[n++] = strdup(inst->registry);
-                }
-                argv[n++] = strdup("--");
-                for (size_t i = 0; i < all->n; i++)
-                        argv[n++] = strdup(all->items[i].text);
-                if (asprintf(&envp[e++], "npm_config_cache=%s/" NPM_CACHE_DIR, inst->gen_path) < 0 ||
-                    asprintf(&envp[e++], "npm_config_update_notifier=false") < 0 ||
-                    asprintf(&envp[e++], "npm_config_logs_max=0") < 0)
-                        return -ENOMEM;
+        argv[n++] = strdup(installer_tool_path(inst));
+        for (const char *const *a = rt->install_args; *a; a++)
+                argv[n++] = strdup(*a);
+        r = -EINVAL;
+        switch (rt->package_tool) {
+        case PACKAGE_TOOL_PIP:
+                r = pip_command(inst, rt, argv, &n, envp, e);
+                break;
+        case PACKAGE_TOOL_NPM:
+                r = npm_command(inst, all, argv, &n, envp, e);
+                break;
+        case _PACKAGE_TOOL_MAX:
+                break;
         }
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < n; i++)
                 if (!argv[i])
                         return -ENOMEM;
-
         r = run_tool(inst, argv, envp, all->n, reterr);
         if (r < 0)
                 return r;

@@ -67,3 +67,5 @@ int installer_write_generation_files(const Installer *inst, const RequirementSet
  * signal on inst->signal_fd stops it: -EINTR. A failure of the tool is -EPROTO with *reterr explaining
  * it from the tool's output. */
 int installer_install(Installer *inst, const RequirementSet *all, char **reterr);
+/* The program the installer runs for its language's package tool: --python for pip, --npm for npm. */
+const char *installer_tool_path(const Installer *inst);

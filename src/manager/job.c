@@ -449,7 +449,8 @@ int job_start(Manager *m, const char *language, const char *kind, char **package
 
         if (language_from_string(language) < 0)
                 return sd_bus_error_setf(reterr, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown language '%s': expected python3 or nodejs", language);
+                                         "Unknown language '%s': expected " RUNTIME_LANGUAGE_NAMES,
+                                         language);
         for (char **p = packages; p && *p; p++) {
                 _cleanup_free_ char *why = NULL;
 

@@ -17,7 +17,8 @@
 static int check_language(const char *language, sd_bus_error *error) {
         if (language_from_string(language) < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown language '%s': expected python3 or nodejs", language);
+                                         "Unknown language '%s': expected " RUNTIME_LANGUAGE_NAMES,
+                                         language);
         return 0;
 }
 

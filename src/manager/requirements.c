@@ -331,15 +331,52 @@ static const char *npm_refusal(const char *s, bool argument, bool *ret_tarball, 
 
 /* ---- one requirement ---- */
 
+/* The grammar of language's requirements (its descriptor says), or -EINVAL for no language of ours. */
+static int grammar_of(Language language, RequirementsGrammar *ret) {
+        const Runtime *rt = runtime_get(language);
+
+        if (!rt)
+                return -EINVAL;
+        *ret = rt->requirements;
+        return 0;
+}
+
+/* Why s is refused in grammar, or NULL; the length of its name, and whether it names a tarball. */
+static const char *grammar_refusal(RequirementsGrammar grammar, const char *s, bool argument,
+                                   bool *ret_tarball, size_t *ret_name_len) {
+        switch (grammar) {
+        case REQUIREMENTS_PEP508:
+                return python_refusal(s, ret_name_len);
+        case REQUIREMENTS_NPM:
+                return npm_refusal(s, argument, ret_tarball, ret_name_len);
+        case _REQUIREMENTS_GRAMMAR_MAX:
+                break;
+        }
+        return "no grammar";
+}
+
+/* The key that deduplicates: PEP 503's normalized name, or npm's name as written. */
+static char *grammar_name(RequirementsGrammar grammar, const char *s, size_t name_len) {
+        switch (grammar) {
+        case REQUIREMENTS_PEP508:
+                return python_name_normalize(s, name_len);
+        case REQUIREMENTS_NPM:
+        case _REQUIREMENTS_GRAMMAR_MAX:
+                break;
+        }
+        return strndup(s, name_len);
+}
+
 /* Validates s, already trimmed; prefix starts the error message. */
 static int parse_trimmed(Language language, const char *s, bool argument, const char *prefix,
                          Requirement *ret, char **reterr) {
         _cleanup_free_ char *name = NULL, *text = NULL;
         const char *reason = NULL;
+        RequirementsGrammar grammar;
         size_t name_len = 0;
         bool tarball = false;
 
-        if (language != LANGUAGE_PYTHON3 && language != LANGUAGE_NODEJS)
+        if (grammar_of(language, &grammar) < 0)
                 return -EINVAL;
         if (!*s)
                 return refuse(reterr, prefix, s, "empty");
@@ -351,10 +388,7 @@ static int parse_trimmed(Language language, const char *s, bool argument, const 
                 else if ((unsigned char) *p >= 0x7f)
                         return refuse(reterr, prefix, s, "only ASCII characters are allowed");
 
-        if (language == LANGUAGE_PYTHON3)
-                reason = python_refusal(s, &name_len);
-        else
-                reason = npm_refusal(s, argument, &tarball, &name_len);
+        reason = grammar_refusal(grammar, s, argument, &tarball, &name_len);
         if (reason)
                 return refuse(reterr, prefix, s, reason);
 
@@ -366,8 +400,7 @@ static int parse_trimmed(Language language, const char *s, bool argument, const 
                 if (!S_ISREG(st.st_mode))
                         return refuse(reterr, prefix, s, "not a regular file");
         } else {
-                name = language == LANGUAGE_PYTHON3 ? python_name_normalize(s, name_len)
-                                                    : strndup(s, name_len);
+                name = grammar_name(grammar, s, name_len);
                 if (!name)
                         return -ENOMEM;
         }
@@ -405,8 +438,23 @@ int requirement_check(Language language, const char *arg, char **reterr) {
         return requirement_parse(language, arg, NULL, reterr);
 }
 
+/* Whether s is a package name alone, without a version. */
+static bool grammar_name_alone(RequirementsGrammar grammar, const char *s) {
+        switch (grammar) {
+        case REQUIREMENTS_PEP508:
+                return s[strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")] ==
+                       '\0';
+        case REQUIREMENTS_NPM:
+                return requirement_npm_name_is_valid(s);
+        case _REQUIREMENTS_GRAMMAR_MAX:
+                break;
+        }
+        return false;
+}
+
 int requirement_name_parse(Language language, const char *arg, char **ret_name, char **reterr) {
         _cleanup_(requirement_done) Requirement req = { 0 };
+        RequirementsGrammar grammar;
         int r;
 
         r = requirement_parse(language, arg, &req, reterr);
@@ -414,10 +462,10 @@ int requirement_name_parse(Language language, const char *arg, char **ret_name, 
                 return r;
         if (req.tarball)
                 return refuse(reterr, "", req.text, "name the package to remove, not a tarball");
-        if (language == LANGUAGE_PYTHON3
-                    ? req.text[strspn(req.text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                "0123456789._-")] != '\0'
-                    : !requirement_npm_name_is_valid(req.text))
+        r = grammar_of(language, &grammar);
+        if (r < 0)
+                return r;
+        if (!grammar_name_alone(grammar, req.text))
                 return refuse(reterr, "", req.text, "expected a package name alone, without a version");
         if (ret_name)
                 *ret_name = TAKE_PTR(req.name);
@@ -516,9 +564,10 @@ int requirements_parse(Language language, const char *text, const char *origin, 
         size_t joined_len = 0;
         unsigned lineno = 0, first = 0;
         const char *p = text;
+        RequirementsGrammar grammar;
         int r;
 
-        if (language != LANGUAGE_PYTHON3 && language != LANGUAGE_NODEJS)
+        if (grammar_of(language, &grammar) < 0)
                 return -EINVAL;
         joined = malloc(strlen(text) + 1);
         if (!joined)
@@ -532,7 +581,7 @@ int requirements_parse(Language language, const char *text, const char *origin, 
                 if (len > 0 && p[len - 1] == '\r')
                         len--;
                 /* pip joins a line ending in a backslash with the next, unless it is a comment. */
-                if (language == LANGUAGE_PYTHON3 && len > 0 && p[len - 1] == '\\' &&
+                if (grammar == REQUIREMENTS_PEP508 && len > 0 && p[len - 1] == '\\' &&
                     !is_comment_line(p, len)) {
                         if (joined_len == 0)
                                 first = lineno;

@@ -16,6 +16,7 @@
 #include "common/stats.h"
 #include "common/time-util.h"
 #include "config/config-file.h"
+#include "runtime/runtime.h"
 #include "sandbox/run.h"
 
 DEFINE_POINTER_CLEANUP(AdmitTicket *, admit_release);
@@ -169,7 +170,7 @@ int handler_execute(const HandlerContext *ctx, const RunRequest *req, PreparedRu
         int active_slot, r;
 
         *ret = (HandlerResult){ .status = RUNNER_STATUS_FAILED };
-        ret->status = admit(ctx, req->language, &ticket, &ret->error);
+        ret->status = admit(ctx, (Language) req->language, &ticket, &ret->error);
         if (ret->status != RUNNER_STATUS_RAN) {
                 if (ret->status == RUNNER_STATUS_FAILED)
                         ret->failure = (RunFailure){ .step = RUN_STEP_ADMISSION,
@@ -201,7 +202,7 @@ int handler_execute(const HandlerContext *ctx, const RunRequest *req, PreparedRu
                          ret->out.duration_usec);
         stats_add_egress_denials(ctx->stats, ret->out.egress_denials);
         RunRecord record;
-        run_output_record(&ret->out, req->language, &record);
+        run_output_record(&ret->out, language_to_string((Language) req->language), &record);
         log_run_record(&record);
         ret->status = RUNNER_STATUS_RAN;
         return 0;
@@ -219,10 +220,9 @@ int handler_run(const HandlerContext *ctx, const RunnerRequest *req, int code_fd
                 return handler_reply_status(conn_fd, RUNNER_STATUS_FAILED, r, RUN_STEP_REQUEST, NULL,
                                             ctx->config_generation);
 
-        RunRequest run_req = { .language = (Language) req->language,
-                               .code = code,
-                               .code_len = req->code_len,
-                               .network = req->network };
+        RunRequest run_req = {
+                .language = req->language, .code = code, .code_len = req->code_len, .network = req->network
+        };
         (void) handler_execute(ctx, &run_req, TAKE_PTR(p), &res);
         if (res.status == RUNNER_STATUS_RAN)
                 r = reply_ran(ctx, conn_fd, &res.out, res.queued_usec, res.worker_slot);

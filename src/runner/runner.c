@@ -30,6 +30,7 @@
 #include "common/time-util.h"
 #include "config/config-file.h"
 #include "handler.h"
+#include "languages.h"
 #include "pool.h"
 #include "protocol.h"
 #include "sandbox/run.h"
@@ -401,7 +402,7 @@ static int runner_apply(Runner *r, Config *cfg) {
         Admit *admit = NULL;
         int e;
 
-        e = sandbox_new(cfg, &sb, &failure);
+        e = languages_sandbox_new(cfg, &sb, &failure);
         if (e >= 0)
                 e = sandbox_compile_filters(sb, &failure);
         if (e < 0) {
@@ -792,10 +793,27 @@ Runner *runner_free(Runner *r) {
         return NULL;
 }
 
+/* "2 python3 and 1 nodejs": the pool's size per language, as the descriptors name them. */
+static void pool_sizes_format(const PoolLimits *limits, char *buf, size_t size) {
+        size_t len = 0;
+
+        buf[0] = '\0';
+        for (Language l = 0; l < _LANGUAGE_MAX && len < size; l++) {
+                const char *sep = l == 0 ? "" : l + 1 == _LANGUAGE_MAX ? " and " : ", ";
+                int n = snprintf(buf + len, size - len, "%s%u %s", sep, limits->size[l],
+                                 language_to_string(l));
+
+                if (n < 0)
+                        break;
+                len += (size_t) n;
+        }
+}
+
 int runner_run(Runner *r) {
+        char sizes[256];
+
         pool_refill(r);
-        (void) sd_notifyf(false,
-                          "READY=1\nSTATUS=Serving; the warm pool keeps %u python3 and %u nodejs runs",
-                          r->pool.limits.size[LANGUAGE_PYTHON3], r->pool.limits.size[LANGUAGE_NODEJS]);
+        pool_sizes_format(&r->pool.limits, sizes, sizeof(sizes));
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving; the warm pool keeps %s runs", sizes);
         return sd_event_loop(r->event);
 }

@@ -71,7 +71,7 @@ void slot_main(const HandlerContext *ctx, Language language, bool network, bool 
         RunnerRequest req;
         int r;
 
-        RunRequest prepare = { .language = language, .network = network, .preload = preload };
+        RunRequest prepare = { .language = (unsigned) language, .network = network, .preload = preload };
         r = sandbox_after_fork(ctx->sandbox, &failure);
         if (r >= 0)
                 r = sandbox_prepare(ctx->sandbox, &prepare, &p, &failure);

@@ -1,6 +1,9 @@
 /* nodejs: how a Node.js run starts and what it needs beyond the common syscall rows.
  * Measured on Node.js 20 (nodesource build on Debian 12): ../shared/reference/syscalls.md §3. */
 
+#include <stddef.h>
+
+#include "common/config.h"
 #include "runtime.h"
 #include "sandbox/seccomp-policy.h"
 
@@ -70,6 +73,11 @@ static const SyscallRule nodejs_rules[] = {
 #pragma GCC diagnostic pop
 /* clang-format on */
 
+static const char *const nodejs_install_args[] = {
+        "install",    "--no-audit",      "--no-fund",     "--no-update-notifier",
+        "--omit=dev", "--loglevel=http", "--color=false", NULL,
+};
+
 static const Runtime nodejs = {
         .language = LANGUAGE_NODEJS,
         .name = "nodejs",
@@ -78,6 +86,16 @@ static const Runtime nodejs = {
         .environment = nodejs_environment,
         .rules = nodejs_rules,
         .n_rules = sizeof(nodejs_rules) / sizeof(nodejs_rules[0]),
+        .interpreter_key = "nodejs_path",
+        .interpreter_offset = offsetof(Config, nodejs_path),
+        .pool_size_offset = offsetof(Config, pool_nodejs),
+        .preload_offset = offsetof(Config, preload_nodejs),
+        .package_tool = PACKAGE_TOOL_NPM,
+        .package_tool_name = "npm",
+        .install_args = nodejs_install_args,
+        .packages_subdir = "node_modules", /* NODEJS_BOOTSTRAP above; npm --prefix makes it */
+        .requirements = REQUIREMENTS_NPM,
+        .tree_builder = "difysandbox-prepare-runtime nodejs",
 };
 
 const Runtime *nodejs_runtime(void) {

@@ -1,6 +1,9 @@
 /* python3: how a Python 3 run starts and what it needs beyond the common syscall rows.
  * Measured on Debian 12's python3.11: ../shared/reference/syscalls.md §2. */
 
+#include <stddef.h>
+
+#include "common/config.h"
 #include "runtime.h"
 #include "sandbox/seccomp-policy.h"
 
@@ -21,7 +24,7 @@
  * waits: they are in sys.modules when the code's own import asks for them. gc.freeze() then moves what
  * they made out of the collector's reach: the interpreter's exit no longer walks pandas' and numpy's
  * objects, which took 100 ms of every run (the code's own objects are collected as ever). */
-#define PYTHON3_PACKAGES RUNTIME_PACKAGES_MOUNT "/python"
+#define PYTHON3_PACKAGES RUNTIME_PACKAGES_MOUNT "/python" /* .packages_subdir below */
 /* A preloaded interpreter's exit, once the code has returned normally: after every atexit handler of the
  * code (this one is registered first, so it runs last; threads are joined before atexit), __main__'s
  * names become None as at a normal exit and the collector runs, so the code's own finalizers run; then
@@ -95,6 +98,21 @@ static const SyscallRule python3_rules[] = {
 #pragma GCC diagnostic pop
 /* clang-format on */
 
+/* --target skips pip's "externally managed" check (PEP 668), so no --break-system-packages: the target
+ * is ours. */
+static const char *const python3_install_args[] = {
+        "-m",
+        "pip",
+        "install",
+        "--no-cache-dir",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--progress-bar",
+        "off",
+        "--no-color",
+        NULL,
+};
+
 static const Runtime python3 = {
         .language = LANGUAGE_PYTHON3,
         .name = "python3",
@@ -103,6 +121,16 @@ static const Runtime python3 = {
         .environment = python3_environment,
         .rules = python3_rules,
         .n_rules = sizeof(python3_rules) / sizeof(python3_rules[0]),
+        .interpreter_key = "python_path",
+        .interpreter_offset = offsetof(Config, python_path),
+        .pool_size_offset = offsetof(Config, pool_python3),
+        .preload_offset = offsetof(Config, preload_python3),
+        .package_tool = PACKAGE_TOOL_PIP,
+        .package_tool_name = "pip",
+        .install_args = python3_install_args,
+        .packages_subdir = "python", /* PYTHON3_PACKAGES above */
+        .requirements = REQUIREMENTS_PEP508,
+        .tree_builder = "difysandbox-prepare-runtime python3",
 };
 
 const Runtime *python3_runtime(void) {

@@ -57,8 +57,10 @@ struct Sandbox {
         CgroupLayout *cgroups;  /* otherwise: cgroupfs below our own cgroup */
         bool clone_into_cgroup; /* v2 standalone: a run is born in its cgroup (clone_child()) */
         cap_t no_caps;
+        RunLanguage *languages; /* sandbox_new()'s table, indexed by RunRequest.language */
+        size_t n_languages;
         /* compiled on first use, once per process: [language][network][stage] */
-        SeccompProgram *filters[_LANGUAGE_MAX][2][_SECCOMP_STAGE_MAX];
+        SeccompProgram *(*filters)[2][_SECCOMP_STAGE_MAX];
 };
 
 static const char *const dev_nodes[3] = { "/dev/null", "/dev/zero", "/dev/urandom" };
@@ -110,7 +112,8 @@ static int clone_into_cgroup_wanted(bool *ret) {
         return 0;
 }
 
-int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
+int sandbox_new(const Config *cfg, const RunLanguage *languages, size_t n_languages, Sandbox **ret,
+                RunFailure *reterr) {
         _cleanup_(sandbox_freep) Sandbox *sb = NULL;
         int r;
 
@@ -118,6 +121,13 @@ int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
         if (!sb)
                 return fail(reterr, RUN_STEP_INIT, -ENOMEM, NULL);
         sb->cfg = cfg;
+        sb->languages = calloc(n_languages ? n_languages : 1, sizeof(RunLanguage));
+        sb->filters = calloc(n_languages ? n_languages : 1, sizeof(*sb->filters));
+        if (!sb->languages || !sb->filters)
+                return fail(reterr, RUN_STEP_INIT, -ENOMEM, NULL);
+        if (n_languages > 0)
+                memcpy(sb->languages, languages, n_languages * sizeof(RunLanguage));
+        sb->n_languages = n_languages;
 
         /* Before any cgroup is touched: a neighbour's range must not be ours, and the sweep below must
          * know which run cgroups are ours. */
@@ -152,10 +162,12 @@ int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
 Sandbox *sandbox_free(Sandbox *sb) {
         if (!sb)
                 return NULL;
-        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+        for (size_t l = 0; sb->filters && l < sb->n_languages; l++)
                 for (int net = 0; net < 2; net++)
                         for (SeccompStage s = 0; s < _SECCOMP_STAGE_MAX; s++)
                                 seccomp_program_free(sb->filters[l][net][s]);
+        free(sb->filters);
+        free(sb->languages);
         if (sb->no_caps)
                 (void) cap_free(sb->no_caps);
         cgroup_layout_free(sb->cgroups);
@@ -167,17 +179,19 @@ Sandbox *sandbox_free(Sandbox *sb) {
 
 /* The two stages for a run, compiled on first use and kept for the process's later runs: a worker that
  * only ever runs Python never compiles Node.js's filters. */
-static int sandbox_filters(Sandbox *sb, Language language, bool network, SeccompProgram **ret_exec,
+static int sandbox_filters(Sandbox *sb, unsigned language, bool network, SeccompProgram **ret_exec,
                            SeccompProgram **ret_final, RunFailure *reterr) {
+        const RunLanguage *lang = &sb->languages[language];
         SeccompProgram **slot = sb->filters[language][network];
         int r;
 
         for (SeccompStage s = 0; s < _SECCOMP_STAGE_MAX; s++) {
                 if (slot[s])
                         continue;
-                r = seccomp_compile(runtime_get(language), network, s, sb->cfg->allowed_syscalls, &slot[s]);
+                r = seccomp_compile(lang->rules, lang->n_rules, network, s, sb->cfg->allowed_syscalls,
+                                    &slot[s]);
                 if (r < 0)
-                        return fail(reterr, RUN_STEP_SECCOMP, r, language_to_string(language));
+                        return fail(reterr, RUN_STEP_SECCOMP, r, lang->name);
         }
         *ret_exec = slot[SECCOMP_STAGE_EXEC];
         *ret_final = slot[SECCOMP_STAGE_FINAL];
@@ -188,7 +202,7 @@ int sandbox_compile_filters(Sandbox *sb, RunFailure *reterr) {
         SeccompProgram *exec_stage, *final_stage;
         int r;
 
-        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+        for (unsigned l = 0; l < sb->n_languages; l++)
                 for (int net = 0; net <= (int) sb->cfg->enable_network; net++) {
                         r = sandbox_filters(sb, l, net, &exec_stage, &final_stage, reterr);
                         if (r < 0)
@@ -212,12 +226,11 @@ int sandbox_after_fork(Sandbox *sb, RunFailure *reterr) {
 /* The runtime tree of the language's current generation, resolved once so that the run keeps it even if
  * a new generation is switched in meanwhile. It must be root-owned and not writable by others, and hold
  * the interpreter at its host path. */
-static int resolve_tree(const Config *cfg, const Runtime *rt, const char *interpreter, char **ret_root,
-                        RunFailure *reterr) {
+static int resolve_tree(const Config *cfg, const RunLanguage *lang, char **ret_root, RunFailure *reterr) {
         _cleanup_free_ char *link = NULL, *root = NULL, *exe = NULL;
         struct stat st;
 
-        if (asprintf(&link, "%s/%s/current", cfg->runtime_dir, rt->name) < 0)
+        if (asprintf(&link, "%s/%s/current", cfg->runtime_dir, lang->name) < 0)
                 return fail(reterr, RUN_STEP_RUNTIME, -ENOMEM, NULL);
         root = realpath(link, NULL);
         if (!root)
@@ -226,7 +239,7 @@ static int resolve_tree(const Config *cfg, const Runtime *rt, const char *interp
                 return fail(reterr, RUN_STEP_RUNTIME, -errno, root);
         if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 0022) != 0)
                 return fail(reterr, RUN_STEP_RUNTIME, -EPERM, root);
-        if (asprintf(&exe, "%s%s", root, interpreter) < 0)
+        if (asprintf(&exe, "%s%s", root, lang->interpreter) < 0)
                 return fail(reterr, RUN_STEP_RUNTIME, -ENOMEM, NULL);
         if (access(exe, X_OK) < 0)
                 return fail(reterr, RUN_STEP_RUNTIME, -errno, exe);
@@ -298,10 +311,10 @@ static const char *const proxy_environment[] = {
         NULL,
 };
 
-/* RUNTIME_PRELOAD_VARIABLE=a,b,c of the language's pool_preload list, or NULL when it is empty. */
-static int preload_entry(const Config *cfg, const Runtime *rt, char **ret) {
-        char *const *modules = runtime_pool_preload(rt, cfg);
-        size_t len = strlen(RUNTIME_PRELOAD_VARIABLE "=") + 1;
+/* NAME=a,b,c of the language's preload list (its preload_variable), or NULL when it is empty. */
+static int preload_entry(const RunLanguage *lang, char **ret) {
+        char *const *modules = lang->preload;
+        size_t len = strlen(lang->preload_variable) + 2;
         char *entry;
 
         *ret = NULL;
@@ -312,7 +325,8 @@ static int preload_entry(const Config *cfg, const Runtime *rt, char **ret) {
         entry = malloc(len);
         if (!entry)
                 return -ENOMEM;
-        strcpy(entry, RUNTIME_PRELOAD_VARIABLE "=");
+        strcpy(entry, lang->preload_variable);
+        strcat(entry, "=");
         for (char *const *m = modules; *m; m++) {
                 if (m != modules)
                         strcat(entry, ",");
@@ -322,8 +336,8 @@ static int preload_entry(const Config *cfg, const Runtime *rt, char **ret) {
         return 0;
 }
 
-static int plan_strings_make(const Config *cfg, const Runtime *rt, bool network, bool preload,
-                             const char *root, const char *interpreter, bool packages, PlanStrings *s) {
+static int plan_strings_make(const Config *cfg, const RunLanguage *lang, bool network, bool preload,
+                             const char *root, bool packages, PlanStrings *s) {
         size_t n_env = 0;
 
         if (packages && asprintf(&s->packages_target, "%s" RUNTIME_PACKAGES_MOUNT, root) < 0)
@@ -337,7 +351,7 @@ static int plan_strings_make(const Config *cfg, const Runtime *rt, bool network,
         for (int i = 0; i < 3; i++)
                 if (asprintf(&s->dev_targets[i], "%s%s", root, dev_nodes[i]) < 0)
                         return -ENOMEM;
-        s->exec_path = strdup(interpreter);
+        s->exec_path = strdup(lang->interpreter);
         s->support_source = strdup(cfg->enter_library);
         if (!s->exec_path || !s->support_source)
                 return -ENOMEM;
@@ -346,7 +360,7 @@ static int plan_strings_make(const Config *cfg, const Runtime *rt, bool network,
         size_t n_rt = 0, n_extra = 0, n_proxy = 0;
         char *entry;
 
-        for (const char *const *e = rt->environment; *e; e++)
+        for (const char *const *e = lang->environment; *e; e++)
                 n_rt++;
         for (const char *const *e = proxy_environment; network && *e; e++)
                 n_proxy++;
@@ -356,7 +370,7 @@ static int plan_strings_make(const Config *cfg, const Runtime *rt, bool network,
         if (!s->envp)
                 return -ENOMEM;
         for (size_t i = 0; i < n_rt; i++)
-                if (!(s->envp[n_env++] = strdup(rt->environment[i])))
+                if (!(s->envp[n_env++] = strdup(lang->environment[i])))
                         return -ENOMEM;
         for (size_t i = 0; i < n_proxy; i++)
                 if (!(s->envp[n_env++] = strdup(proxy_environment[i])))
@@ -376,7 +390,7 @@ static int plan_strings_make(const Config *cfg, const Runtime *rt, bool network,
                 s->envp[n_env++] = TAKE_PTR(entry);
         }
         if (preload) {
-                if (preload_entry(cfg, rt, &entry) < 0)
+                if (preload_entry(lang, &entry) < 0)
                         return -ENOMEM;
                 if (entry)
                         s->envp[n_env++] = TAKE_PTR(entry);
@@ -517,7 +531,7 @@ static pid_t clone_child(unsigned long flags, int cgroup_fd, bool *ret_born_in_c
 }
 
 struct PreparedRun {
-        Language language;
+        unsigned language;
         bool network;
         uint64_t memory_max;
         UidLease *lease;
@@ -609,11 +623,11 @@ static int prepared_run_new(const Config *cfg, const RunRequest *req, PreparedRu
 /* Step 5's dependencies: the language's current generation, share-locked for as long as the run lasts,
  * so that it keeps what it started with while new generations come and old ones are collected. None
  * yet: the run goes without, as before there were any. *ret_fd: the mount to hand to the child. */
-static int take_packages(const Config *cfg, const Runtime *rt, const char *root, PreparedRun *p, int *ret_fd,
-                         RunFailure *reterr) {
+static int take_packages(const Config *cfg, const RunLanguage *lang, const char *root, PreparedRun *p,
+                         int *ret_fd, RunFailure *reterr) {
         int r;
 
-        if (asprintf(&p->packages_dir, "%s/%s/" PACKAGES_DIR_NAME, cfg->runtime_dir, rt->name) < 0) {
+        if (asprintf(&p->packages_dir, "%s/%s/" PACKAGES_DIR_NAME, cfg->runtime_dir, lang->name) < 0) {
                 p->packages_dir = NULL;
                 return fail(reterr, RUN_STEP_INIT, -ENOMEM, NULL);
         }
@@ -651,8 +665,8 @@ static int take_uid_and_cgroup(Sandbox *sb, PreparedRun *p, const CgroupLimits *
 }
 
 /* The interpreter's path, then the language's arguments, NULL-terminated (the strings are borrowed). */
-static char **argv_make(const Runtime *rt, bool network, char *exec_path) {
-        const char *const *tail = network ? rt->network_argv_tail : rt->argv_tail;
+static char **argv_make(const RunLanguage *lang, bool network, char *exec_path) {
+        const char *const *tail = network ? lang->network_argv_tail : lang->argv_tail;
         size_t n = 0;
         char **argv;
 
@@ -776,20 +790,19 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         int r;
 
         pipes_init(&pipes);
-        const Runtime *rt = runtime_get(req->language);
-        if (!rt)
+        if (req->language >= sb->n_languages)
                 return fail(reterr, RUN_STEP_RUNTIME, -EINVAL, NULL);
+        const RunLanguage *lang = &sb->languages[req->language];
         if (req->network && !cfg->enable_network)
                 return fail(reterr, RUN_STEP_NETWORK, -EPERM, NULL);
-        const char *interpreter = runtime_interpreter(rt, cfg);
 
-        r = resolve_tree(cfg, rt, interpreter, &root, reterr);
+        r = resolve_tree(cfg, lang, &root, reterr);
         if (r >= 0)
-                r = sandbox_filters(sb, rt->language, req->network, &exec_stage, &final_stage, reterr);
+                r = sandbox_filters(sb, req->language, req->network, &exec_stage, &final_stage, reterr);
         if (r >= 0)
                 r = prepared_run_new(cfg, req, &p, reterr);
         if (r >= 0)
-                r = take_packages(cfg, rt, root, p, &packages_fd, reterr);
+                r = take_packages(cfg, lang, root, p, &packages_fd, reterr);
         if (r < 0)
                 return r;
         CgroupLimits limits = {
@@ -801,9 +814,8 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         if (r < 0)
                 return r;
 
-        r = plan_strings_make(cfg, rt, req->network, req->preload, root, interpreter, p->packages.number > 0,
-                              &strs);
-        argv = r >= 0 ? argv_make(rt, req->network, strs.exec_path) : NULL;
+        r = plan_strings_make(cfg, lang, req->network, req->preload, root, p->packages.number > 0, &strs);
+        argv = r >= 0 ? argv_make(lang, req->network, strs.exec_path) : NULL;
         if (r >= 0 && !argv)
                 r = -ENOMEM;
         if (r < 0)
@@ -1012,10 +1024,10 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
         return execute(sb, p, req->code, req->code_len, req->timeout_usec, /* warm= */ false, ret, reterr);
 }
 
-void run_output_record(const RunOutput *out, Language language, RunRecord *ret) {
+void run_output_record(const RunOutput *out, const char *language, RunRecord *ret) {
         *ret = (RunRecord){
                 .id = out->id,
-                .language = language_to_string(language),
+                .language = language,
                 .result = run_result_to_string(out->result),
                 .exit_code = out->exit_code,
                 .duration_usec = out->duration_usec,

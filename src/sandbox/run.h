@@ -11,14 +11,29 @@
 #include <sys/types.h>
 
 #include "result.h"
-#include "runtime/runtime.h"
 
 typedef struct Config Config;
 typedef struct PreparedRun PreparedRun;
 typedef struct Sandbox Sandbox;
+typedef struct SyscallRule SyscallRule;
+
+/* What a run needs of its language. sandbox/ knows no language: its caller (src/runner/, from the
+ * descriptors of src/runtime/) hands sandbox_new() one of these per language, and a request names its
+ * language by its index in that table. The strings and rows are borrowed for the sandbox's lifetime. */
+typedef struct RunLanguage {
+        const char *name;                     /* runtime tree directory under runtime_dir; failure detail */
+        const char *interpreter;              /* host path; the runtime tree holds it at the same path */
+        const char *const *argv_tail;         /* arguments after the interpreter path, NULL-terminated */
+        const char *const *network_argv_tail; /* the same for a run with network */
+        const char *const *environment;       /* the whole environment of a run without network */
+        const char *preload_variable;         /* NAME the bootstrap reads the preload list from */
+        char *const *preload;                 /* modules a preloaded run imports while it waits, or NULL */
+        const SyscallRule *rules;             /* seccomp rows beyond the common table, sorted by name */
+        size_t n_rules;
+} RunLanguage;
 
 typedef struct RunRequest {
-        Language language;
+        unsigned language; /* index in the table given to sandbox_new() */
         const char *code;
         size_t code_len;
         bool network;
@@ -69,7 +84,9 @@ typedef struct RunFailure {
         bool before_code; /* the run failed before it could read its code: retrying runs nothing twice */
 } RunFailure;
 
-int sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr);
+/* languages: n_languages entries, copied (what they point to is borrowed). */
+int sandbox_new(const Config *cfg, const RunLanguage *languages, size_t n_languages, Sandbox **ret,
+                RunFailure *reterr);
 Sandbox *sandbox_free(Sandbox *sb);
 /* Compiles every filter this configuration can need, so that processes forked later share them. */
 int sandbox_compile_filters(Sandbox *sb, RunFailure *reterr);
@@ -86,7 +103,8 @@ int sandbox_run(Sandbox *sb, const RunRequest *req, RunOutput *ret, RunFailure *
  * seccomp stages, the interpreter started and blocked reading fd 3. Nothing of a user's has run in it;
  * its wall-clock deadline starts when the code is given. req->code is not used; language, network and
  * memory_max are, and prepared_run_matches() tells whether a later request can use it: only while the
- * language's dependency generation it holds (share-locked, mounted at RUNTIME_PACKAGES_MOUNT) is still the
+ * language's dependency generation it holds (share-locked, mounted at RUNTIME_PACKAGES_MOUNT, in
+ * common/generation.h) is still the
  * current one. */
 int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFailure *reterr);
 bool prepared_run_matches(const Sandbox *sb, const PreparedRun *p, const RunRequest *req);
@@ -104,5 +122,5 @@ void run_output_done(RunOutput *out);
 
 /* The journal record of a finished run (log_run_record()); it points into out. */
 typedef struct RunRecord RunRecord;
-void run_output_record(const RunOutput *out, Language language, RunRecord *ret);
+void run_output_record(const RunOutput *out, const char *language, RunRecord *ret);
 void run_failure_done(RunFailure *f);

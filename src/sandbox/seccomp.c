@@ -18,7 +18,6 @@
 #include <seccomp.h>
 
 #include "common/cleanup.h"
-#include "runtime/runtime.h"
 #include "seccomp-policy.h"
 
 DEFINE_POINTER_CLEANUP(scmp_filter_ctx, seccomp_release);
@@ -141,13 +140,14 @@ static int add_rule(scmp_filter_ctx ctx, const SyscallRule *rule, bool network, 
                 return add_socket_rules(ctx, network, true);
         case RULE_IOCTL:
                 return add_ioctl_rules(ctx);
+        case _RULE_ACTION_MAX:
         default:
                 return -EINVAL;
         }
 }
 
 /* The action of name in the tables, or -1 when no row names it. */
-static int table_action(const Runtime *rt, const char *name) {
+static int table_action(const SyscallRule *rows, size_t n_rows, const char *name) {
         const SyscallRule *common;
         size_t n;
 
@@ -155,9 +155,9 @@ static int table_action(const Runtime *rt, const char *name) {
         for (size_t i = 0; i < n; i++)
                 if (strcmp(common[i].name, name) == 0)
                         return (int) common[i].action;
-        for (size_t i = 0; i < rt->n_rules; i++)
-                if (strcmp(rt->rules[i].name, name) == 0)
-                        return (int) rt->rules[i].action;
+        for (size_t i = 0; i < n_rows; i++)
+                if (strcmp(rows[i].name, name) == 0)
+                        return (int) rows[i].action;
         return -1;
 }
 
@@ -198,13 +198,13 @@ static int export_program(scmp_filter_ctx ctx, SeccompProgram **ret) {
         return 0;
 }
 
-int seccomp_compile(const Runtime *rt, bool network, SeccompStage stage, char *const *extra,
-                    SeccompProgram **ret) {
-        return seccomp_compile_arch(rt, network, stage, extra, seccomp_arch_native(), ret);
+int seccomp_compile(const SyscallRule *rows, size_t n_rows, bool network, SeccompStage stage,
+                    char *const *extra, SeccompProgram **ret) {
+        return seccomp_compile_arch(rows, n_rows, network, stage, extra, seccomp_arch_native(), ret);
 }
 
-int seccomp_compile_arch(const Runtime *rt, bool network, SeccompStage stage, char *const *extra,
-                         uint32_t arch, SeccompProgram **ret) {
+int seccomp_compile_arch(const SyscallRule *rows, size_t n_rows, bool network, SeccompStage stage,
+                         char *const *extra, uint32_t arch, SeccompProgram **ret) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         const SyscallRule *common;
         size_t n_common;
@@ -236,8 +236,8 @@ int seccomp_compile_arch(const Runtime *rt, bool network, SeccompStage stage, ch
                 if (r < 0)
                         return r;
         }
-        for (size_t i = 0; i < rt->n_rules; i++) {
-                r = add_rule(ctx, &rt->rules[i], network, stage, arch);
+        for (size_t i = 0; i < n_rows; i++) {
+                r = add_rule(ctx, &rows[i], network, stage, arch);
                 if (r < 0)
                         return r;
         }
@@ -248,7 +248,7 @@ int seccomp_compile_arch(const Runtime *rt, bool network, SeccompStage stage, ch
                         return -EPERM;
                 /* A plain allow would replace an argument rule (clone's thread flags, the socket
                  * families, the ioctl list) or an errno rule: refuse rather than widen or be ignored. */
-                action = table_action(rt, *name);
+                action = table_action(rows, n_rows, *name);
                 if (action >= 0 && action != RULE_ALLOW && action != RULE_NETWORK && action != RULE_STARTUP)
                         return -EPERM;
                 if (seccomp_syscall_resolve_name_arch(arch, *name) == __NR_SCMP_ERROR)

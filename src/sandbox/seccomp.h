@@ -7,9 +7,10 @@
 
 #include <linux/filter.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-typedef struct Runtime Runtime;
+typedef struct SyscallRule SyscallRule;
 
 typedef enum SeccompStage {
         SECCOMP_STAGE_EXEC,
@@ -22,15 +23,17 @@ typedef struct SeccompProgram {
         struct sock_fprog prog;
 } SeccompProgram;
 
-/* extra: NULL-terminated syscall names that the operator allows on top (allowed_syscalls), or NULL.
- * Returns -EINVAL for an unknown name and -EPERM for a name of the never-allow list or one whose row
- * limits its arguments or fails it with an errno (a plain allow would undo that row). */
-int seccomp_compile(const Runtime *rt, bool network, SeccompStage stage, char *const *extra,
-                    SeccompProgram **ret);
+/* rows: the language's rows (n_rows of them, sorted by name), which its caller takes from the language's
+ * descriptor: sandbox/ knows no language. extra: NULL-terminated syscall names that the operator allows on
+ * top (allowed_syscalls), or NULL. Returns -EINVAL for an unknown name and -EPERM for a name of the
+ * never-allow list or one whose row limits its arguments or fails it with an errno (a plain allow would undo
+ * that row). */
+int seccomp_compile(const SyscallRule *rows, size_t n_rows, bool network, SeccompStage stage,
+                    char *const *extra, SeccompProgram **ret);
 /* The same for arch, an SCMP_ARCH_* token: the tests compile the tables for every architecture we ship
  * (arm64 on an x86-64 build host). A program for a foreign arch is for inspection, not for installing. */
-int seccomp_compile_arch(const Runtime *rt, bool network, SeccompStage stage, char *const *extra,
-                         uint32_t arch, SeccompProgram **ret);
+int seccomp_compile_arch(const SyscallRule *rows, size_t n_rows, bool network, SeccompStage stage,
+                         char *const *extra, uint32_t arch, SeccompProgram **ret);
 SeccompProgram *seccomp_program_free(SeccompProgram *p);
 
 /* Installs p on the calling thread (no_new_privs must be set). No allocation: safe after clone(). */

@@ -384,7 +384,7 @@ static int json_parse_body(const ApiRequest *req, json_object **ret, const char 
         o = json_tokener_parse_ex(tok, body, (int) len + 1);
         e = json_tokener_get_error(tok);
         if (!o || e != json_tokener_success) {
-                switch (e) {
+                switch ((int) e) { /* a library's enum: default takes the rest */
                 case json_tokener_error_parse_utf8_string:
                         *reterr_message = "request body is not valid UTF-8";
                         break;

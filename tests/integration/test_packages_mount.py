@@ -27,7 +27,7 @@ from conftest import REPO, command, finish_snippet, parse_output, sandbox_env
 from serve_helpers import children_of, process_uid, start_server
 
 PREPARE_RUNTIME = REPO / 'scripts' / 'difysandbox-prepare-runtime'
-MOUNT = '/usr/lib/difysandbox-packages'  # RUNTIME_PACKAGES_MOUNT in src/runtime/runtime.h
+MOUNT = '/usr/lib/difysandbox-packages'  # RUNTIME_PACKAGES_MOUNT in src/common/generation.h
 EROFS_PY = '''
 import errno, os
 def attempt(what, f):

@@ -16,7 +16,6 @@ LONGER = {
     'ctl/bus.c:read_json': 101,
     'ctl/main.c:verb_stats': 110,
     'ctl/main.c:refresh_is_due': 93,
-    'manager/installer-main.c:installer_run': 103,
     'manager/installer-tool.c:run_tool': 87,
     'manager/job.c:start_unit': 111,
 }

@@ -21,7 +21,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / 'src'
         shutil.copytree(SRC, src)
-        for script in ('check-includes.py', 'check-function-length.py'):
+        for script in ('check-includes.py', 'check-function-length.py', 'check-languages.py'):
             if run(script, src).returncode != 0:
                 failures.append(f'{script} refuses the tree as it is')
 
@@ -48,6 +48,18 @@ def main():
         (src / 'common' / 'long.c').write_text(f'void long_function(void);\nvoid long_function(void) {{\n{body}\n}}\n')
         if run('check-function-length.py', src).returncode != 0:
             failures.append('check-function-length.py refused an 80-line function')
+
+        # a branch on one language outside src/runtime/
+        pool = src / 'runner' / 'pool.c'
+        text = pool.read_text()
+        pool.write_text(text + '\nint pool_is_python(Language l);\nint pool_is_python(Language l) {\n'
+                        '        return l == LANGUAGE_PYTHON3;\n}\n')
+        r = run('check-languages.py', src)
+        if r.returncode == 0 or 'runner/pool.c' not in r.stdout or 'LANGUAGE_PYTHON3' not in r.stdout:
+            failures.append('check-languages.py let runner/ name LANGUAGE_PYTHON3:\n' + r.stdout)
+        pool.write_text(text)
+        if run('check-languages.py', src).returncode != 0:
+            failures.append('check-languages.py refuses the tree once the branch is gone')
 
     for f in failures:
         print(f)

@@ -1,4 +1,4 @@
-/* test-config-file: src/common/config-file.c. An upstream dify-sandbox config.yaml loads with every value
+/* test-config-file: src/config/config-file.c. An upstream dify-sandbox config.yaml loads with every value
  * where upstream puts it; drop-ins apply in strcmp() order and the environment wins over every file; each
  * bad value is refused with the exact message an operator sees (file, line, key, value, reason); and what
  * config_format() prints loads back to the same Config. Every test works in its own mkdtemp() directory

@@ -121,7 +121,7 @@ static SeccompProgram *compile(Language l, bool network, SeccompStage stage, cha
         SeccompProgram *p = NULL;
         int r;
 
-        r = seccomp_compile(runtime_get(l), network, stage, extra, &p);
+        r = seccomp_compile(runtime_get(l)->rules, runtime_get(l)->n_rules, network, stage, extra, &p);
         if (r < 0)
                 fail_msg("seccomp_compile(%s, network=%d, stage=%d): %s", language_to_string(l), network,
                          (int) stage, strerror(-r));
@@ -155,11 +155,11 @@ static int setup_programs(void **state) {
         progs->available = seccomp_filters_available();
         for (Language l = 0; l < _LANGUAGE_MAX; l++)
                 for (int net = 0; net < 2; net++) {
-                        if (seccomp_compile(runtime_get(l), net, SECCOMP_STAGE_FINAL, NULL,
-                                            &progs->final[l][net]) < 0)
+                        if (seccomp_compile(runtime_get(l)->rules, runtime_get(l)->n_rules, net,
+                                            SECCOMP_STAGE_FINAL, NULL, &progs->final[l][net]) < 0)
                                 return -1;
-                        if (seccomp_compile(runtime_get(l), net, SECCOMP_STAGE_EXEC, NULL,
-                                            &progs->exec[l][net]) < 0)
+                        if (seccomp_compile(runtime_get(l)->rules, runtime_get(l)->n_rules, net,
+                                            SECCOMP_STAGE_EXEC, NULL, &progs->exec[l][net]) < 0)
                                 return -1;
                 }
         return 0;
@@ -671,8 +671,9 @@ static void test_extra_never_allow_refused(void **state) {
                 char *extra[] = { (char *) "ptrace", NULL };
                 SeccompProgram *p = (SeccompProgram *) 0x1;
 
-                assert_int_equal(seccomp_compile(runtime_get(LANGUAGE_PYTHON3), false, SECCOMP_STAGE_FINAL,
-                                                 extra, &p),
+                assert_int_equal(seccomp_compile(runtime_get(LANGUAGE_PYTHON3)->rules,
+                                                 runtime_get(LANGUAGE_PYTHON3)->n_rules, false,
+                                                 SECCOMP_STAGE_FINAL, extra, &p),
                                  -EPERM);
                 assert_ptr_equal(p, (SeccompProgram *) 0x1);
         }
@@ -685,7 +686,8 @@ static void test_extra_never_allow_refused(void **state) {
                         SeccompProgram *p = NULL;
                         int r;
 
-                        r = seccomp_compile(runtime_get(LANGUAGE_NODEJS), true, s, extra, &p);
+                        r = seccomp_compile(runtime_get(LANGUAGE_NODEJS)->rules,
+                                            runtime_get(LANGUAGE_NODEJS)->n_rules, true, s, extra, &p);
                         if (r != -EPERM)
                                 fail_msg("extra '%s' (stage %d): expected -EPERM, got %d", never[i].name,
                                          (int) s, r);
@@ -701,7 +703,9 @@ static void test_extra_unknown_refused(void **state) {
                 SeccompProgram *p = (SeccompProgram *) 0x1;
                 int r;
 
-                r = seccomp_compile(runtime_get(LANGUAGE_PYTHON3), false, SECCOMP_STAGE_FINAL, extra, &p);
+                r = seccomp_compile(runtime_get(LANGUAGE_PYTHON3)->rules,
+                                    runtime_get(LANGUAGE_PYTHON3)->n_rules, false, SECCOMP_STAGE_FINAL,
+                                    extra, &p);
                 if (r != -EINVAL)
                         fail_msg("extra '%s': expected -EINVAL, got %d", names[i], r);
                 assert_ptr_equal(p, (SeccompProgram *) 0x1);
@@ -744,7 +748,8 @@ static int run_with_extra(const char *name, ChildFn fn, void *userdata) {
         SeccompProgram *p = NULL;
         int r, status;
 
-        r = seccomp_compile(runtime_get(LANGUAGE_PYTHON3), true, SECCOMP_STAGE_FINAL, extra, &p);
+        r = seccomp_compile(runtime_get(LANGUAGE_PYTHON3)->rules, runtime_get(LANGUAGE_PYTHON3)->n_rules,
+                            true, SECCOMP_STAGE_FINAL, extra, &p);
         if (r == -EPERM)
                 return -1;
         if (r < 0)
@@ -838,7 +843,8 @@ static void test_every_stage_compiles_for_aarch64(void **state) {
 
                                 (void) snprintf(what, sizeof(what), "%s network=%d stage=%d",
                                                 language_to_string(l), network, (int) stage);
-                                r = seccomp_compile_arch(rt, network, stage, NULL, SCMP_ARCH_AARCH64, &p);
+                                r = seccomp_compile_arch(rt->rules, rt->n_rules, network, stage, NULL,
+                                                         SCMP_ARCH_AARCH64, &p);
                                 if (r < 0)
                                         fail_msg("%s: arm64 compile failed: %s", what, strerror(-r));
                                 /* the program checks for arm64's audit arch, and not for this host's */

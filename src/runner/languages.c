@@ -1,0 +1,28 @@
+/* languages: see languages.h. */
+
+#include "languages.h"
+
+#include "common/config.h"
+#include "runtime/runtime.h"
+#include "sandbox/run.h"
+
+int languages_sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
+        RunLanguage languages[_LANGUAGE_MAX];
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++) {
+                const Runtime *rt = runtime_get(l);
+
+                languages[l] = (RunLanguage){
+                        .name = rt->name,
+                        .interpreter = runtime_interpreter(rt, cfg),
+                        .argv_tail = rt->argv_tail,
+                        .network_argv_tail = rt->network_argv_tail,
+                        .environment = rt->environment,
+                        .preload_variable = RUNTIME_PRELOAD_VARIABLE,
+                        .preload = runtime_pool_preload(rt, cfg),
+                        .rules = rt->rules,
+                        .n_rules = rt->n_rules,
+                };
+        }
+        return sandbox_new(cfg, languages, _LANGUAGE_MAX, ret, reterr);
+}

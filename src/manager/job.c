@@ -274,50 +274,59 @@ static int installer_argv(const Config *cfg, const char *language, const char *p
         return argv_dup(args, n, packages, ret);
 }
 
+static int env_add(char **env, size_t *n, const char *name, const char *value) {
+        char *s;
+
+        if (asprintf(&s, "%s=%s", name, value) < 0)
+                return -ENOMEM;
+        env[(*n)++] = s;
+        return 0;
+}
+
+/* The installer's environment; it passes nothing else of its own on to pip and npm. The configured
+ * proxies (proxy.http, proxy.https) reach them, for hosts that get to the package index only through one. */
+static int installer_environment(const Config *cfg, const char *packages_dir, char ***ret) {
+        _cleanup_(strv_freep) char **env = NULL;
+        size_t n = 0;
+        int r;
+
+        env = calloc(6, sizeof(char *)); /* at most 5, and the NULL */
+        if (!env)
+                return -ENOMEM;
+        r = env_add(env, &n, "HOME", packages_dir);
+        if (r < 0)
+                return r;
+        r = env_add(env, &n, "LC_ALL", "C.UTF-8");
+        if (r < 0)
+                return r;
+        r = env_add(env, &n, "PATH", "/usr/local/bin:/usr/bin:/bin");
+        if (r < 0)
+                return r;
+        if (cfg->proxy_http[0]) {
+                r = env_add(env, &n, "HTTP_PROXY", cfg->proxy_http);
+                if (r < 0)
+                        return r;
+        }
+        if (cfg->proxy_https[0]) {
+                r = env_add(env, &n, "HTTPS_PROXY", cfg->proxy_https);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(env);
+        return 0;
+}
+
 /* The sandbox of the installer: it runs code from a package index (setup.py, npm scripts), so it gets
  * its own user, no capabilities, a read-only system but for its packages directory, private /tmp and
  * /dev, and the network (it downloads). */
-static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd, sd_bus_error *reterr) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
-        _cleanup_free_ char *home = NULL, *description = NULL;
-        char *rw[] = { (char *) packages_dir, NULL };
-        _cleanup_free_ char *http_proxy = NULL, *https_proxy = NULL;
-        /* The configured proxies (proxy.http, proxy.https) reach pip and npm, for hosts that get to the
-         * package index only through one; the installer passes nothing else of its environment on. */
-        char *env[] = { NULL, "LC_ALL=C.UTF-8", "PATH=/usr/local/bin:/usr/bin:/bin", NULL, NULL, NULL };
-        const Config *cfg = &j->manager->cfg;
-        size_t n_env = 3;
-        char *arch[] = { "native", NULL };
-        sd_bus *bus = j->manager->bus;
+static int append_sandbox_properties(sd_bus_message *call, const Job *j, const char *packages_dir,
+                                     int out_fd) {
+        _cleanup_free_ char *description = NULL;
         int r;
 
-        if (asprintf(&home, "HOME=%s", packages_dir) < 0 ||
-            asprintf(&description, "difysandbox dependency job %" PRIu32 " (%s %s)", j->id, j->kind,
+        if (asprintf(&description, "difysandbox dependency job %" PRIu32 " (%s %s)", j->id, j->kind,
                      j->language) < 0)
                 return -ENOMEM;
-        env[0] = home;
-        if (cfg->proxy_http[0]) {
-                if (asprintf(&http_proxy, "HTTP_PROXY=%s", cfg->proxy_http) < 0)
-                        return -ENOMEM;
-                env[n_env++] = http_proxy;
-        }
-        if (cfg->proxy_https[0]) {
-                if (asprintf(&https_proxy, "HTTPS_PROXY=%s", cfg->proxy_https) < 0)
-                        return -ENOMEM;
-                env[n_env++] = https_proxy;
-        }
-
-        r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.systemd1",
-                                           "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
-                                           "StartTransientUnit");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(call, "ss", j->unit, "fail");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_open_container(call, 'a', "(sv)");
-        if (r < 0)
-                return r;
         r = sd_bus_message_append(
                 call,
                 "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
@@ -332,50 +341,106 @@ static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd,
                 "ProtectControlGroups", "b", 1);
         if (r < 0)
                 return r;
-        r = sd_bus_message_append(call, "(sv)(sv)(sv)(sv)(sv)", "RestrictSUIDSGID", "b", 1,
-                                  "LockPersonality", "b", 1, "RestrictRealtime", "b", 1, "ProtectKernelLogs",
-                                  "b", 1, "ProtectClock", "b", 1);
-        if (r < 0)
-                return r;
-        /* ExecStart, ReadWritePaths, Environment, SystemCallArchitectures, RestrictAddressFamilies */
+        return sd_bus_message_append(call, "(sv)(sv)(sv)(sv)(sv)", "RestrictSUIDSGID", "b", 1,
+                                     "LockPersonality", "b", 1, "RestrictRealtime", "b", 1,
+                                     "ProtectKernelLogs", "b", 1, "ProtectClock", "b", 1);
+}
+
+/* ExecStart=argv, as the one (path, argv, ignore-failure=false) of a(sasb). */
+static int append_exec_start(sd_bus_message *call, char **argv) {
+        int r;
+
         r = sd_bus_message_open_container(call, 'r', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(call, "s", "ExecStart");
-        if (r >= 0)
-                r = sd_bus_message_open_container(call, 'v', "a(sasb)");
-        if (r >= 0)
-                r = sd_bus_message_open_container(call, 'a', "(sasb)");
-        if (r >= 0)
-                r = sd_bus_message_open_container(call, 'r', "sasb");
-        if (r >= 0)
-                r = sd_bus_message_append(call, "s", argv[0]);
-        if (r >= 0)
-                r = append_strv(call, argv);
-        if (r >= 0)
-                r = sd_bus_message_append(call, "b", 0);
-        for (int i = 0; r >= 0 && i < 4; i++)
-                r = sd_bus_message_close_container(call);
         if (r < 0)
                 return r;
-        struct {
-                const char *name;
-                char **value;
-        } lists[] = { { "ReadWritePaths", rw },
-                      { "Environment", env },
-                      { "SystemCallArchitectures", arch } };
-        for (size_t i = 0; i < ELEMENTSOF(lists); i++) {
-                r = sd_bus_message_open_container(call, 'r', "sv");
-                if (r >= 0)
-                        r = sd_bus_message_append(call, "s", lists[i].name);
-                if (r >= 0)
-                        r = sd_bus_message_open_container(call, 'v', "as");
-                if (r >= 0)
-                        r = append_strv(call, lists[i].value);
-                for (int k = 0; r >= 0 && k < 2; k++)
-                        r = sd_bus_message_close_container(call);
+        r = sd_bus_message_append(call, "s", "ExecStart");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(call, 'v', "a(sasb)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(call, 'a', "(sasb)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(call, 'r', "sasb");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "s", argv[0]);
+        if (r < 0)
+                return r;
+        r = append_strv(call, argv);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "b", 0);
+        if (r < 0)
+                return r;
+        for (int i = 0; i < 4; i++) {
+                r = sd_bus_message_close_container(call);
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+/* A property of type as: ReadWritePaths, Environment, SystemCallArchitectures. */
+static int append_string_list(sd_bus_message *call, const char *name, char **value) {
+        int r;
+
+        r = sd_bus_message_open_container(call, 'r', "sv");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "s", name);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(call, 'v', "as");
+        if (r < 0)
+                return r;
+        r = append_strv(call, value);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(call);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(call);
+}
+
+static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd, sd_bus_error *reterr) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        _cleanup_(strv_freep) char **env = NULL;
+        char *rw[] = { (char *) packages_dir, NULL };
+        char *arch[] = { "native", NULL };
+        sd_bus *bus = j->manager->bus;
+        int r;
+
+        r = installer_environment(&j->manager->cfg, packages_dir, &env);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.systemd1",
+                                           "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+                                           "StartTransientUnit");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "ss", j->unit, "fail");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(call, 'a', "(sv)");
+        if (r < 0)
+                return r;
+        r = append_sandbox_properties(call, j, packages_dir, out_fd);
+        if (r < 0)
+                return r;
+        r = append_exec_start(call, argv);
+        if (r < 0)
+                return r;
+        r = append_string_list(call, "ReadWritePaths", rw);
+        if (r < 0)
+                return r;
+        r = append_string_list(call, "Environment", env);
+        if (r < 0)
+                return r;
+        r = append_string_list(call, "SystemCallArchitectures", arch);
+        if (r < 0)
+                return r;
         r = sd_bus_message_append(call, "(sv)", "RestrictAddressFamilies", "(bas)", 1, 3, "AF_UNIX",
                                   "AF_INET", "AF_INET6");
         if (r < 0)

@@ -20,7 +20,6 @@ LONGER = {
     'ctl/main.c:refresh_is_due': 93,
     'manager/installer-main.c:installer_run': 103,
     'manager/installer-tool.c:run_tool': 87,
-    'manager/job.c:start_unit': 111,
 }
 
 

@@ -15,7 +15,6 @@ LONGER = {
     'cli/difysandbox.c:verb_run': 109,
     'common/config-file.c:parse_go_duration': 85,
     'common/config-file.c:set_list': 87,
-    'ctl/bus.c:read_json': 101,
     'ctl/main.c:verb_stats': 110,
     'ctl/main.c:refresh_is_due': 93,
     'manager/installer-main.c:installer_run': 103,

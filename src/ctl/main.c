@@ -307,16 +307,144 @@ static int add_ms(Table *t, json_object *latency, const char *key) {
         return table_addf(t, "%.1f", (double) usec / 1000.0);
 }
 
+/* The stats' rows and columns: every language any part of them names, every result any of them counts. */
+static int stats_names(json_object *stats, const char ***ret_languages, size_t *ret_n_languages,
+                       const char ***ret_results, size_t *ret_n_results) {
+        _cleanup_free_ const char **languages = NULL;
+        json_object *by_language = json_member(stats, "runs_by_language"), *sources[8];
+        const char *known_languages[_LANGUAGE_MAX];
+        size_t n_languages, n_sources = 0;
+        int r;
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                known_languages[l] = language_to_string(l);
+        sources[n_sources++] = by_language;
+        sources[n_sources++] = json_member(stats, "latency");
+        r = ordered_keys(known_languages, _LANGUAGE_MAX, sources, n_sources, &languages, &n_languages);
+        if (r < 0)
+                return r;
+        n_sources = 0;
+        sources[n_sources++] = json_member(stats, "runs_by_result");
+        for (size_t i = 0; i < n_languages && n_sources < ELEMENTSOF(sources); i++)
+                sources[n_sources++] = json_member(by_language, languages[i]);
+        r = ordered_keys(known_results, ELEMENTSOF(known_results), sources, n_sources, ret_results,
+                         ret_n_results);
+        if (r < 0)
+                return r;
+        *ret_languages = TAKE_PTR(languages);
+        *ret_n_languages = n_languages;
+        return 0;
+}
+
+/* One row of the runs table: its name, the total, then the count of each result. */
+static int add_runs_row(Table *t, const char *name, json_object *counts, const char *const *results,
+                        size_t n_results) {
+        uint64_t total = 0, u;
+        int r;
+
+        for (size_t i = 0; i < n_results; i++)
+                if (json_u64(counts, results[i], &u))
+                        total += u;
+        r = table_add(t, name);
+        if (r >= 0)
+                r = table_addf(t, "%" PRIu64, total);
+        for (size_t i = 0; r >= 0 && i < n_results; i++)
+                r = table_addf(t, "%" PRIu64, json_u64(counts, results[i], &u) ? u : 0);
+        return r;
+}
+
+/* One row per language, then "all": the manager's own count by result. */
+static int runs_table_new(json_object *stats, const char *const *languages, size_t n_languages,
+                          const char *const *results, size_t n_results, Table **ret) {
+        _cleanup_(table_freep) Table *t = NULL;
+        _cleanup_free_ const char **header = NULL;
+        json_object *by_language = json_member(stats, "runs_by_language");
+        int r;
+
+        header = calloc(n_results + 3, sizeof(char *));
+        if (!header)
+                return -ENOMEM;
+        header[0] = "LANGUAGE";
+        header[1] = "TOTAL";
+        for (size_t i = 0; i < n_results; i++)
+                header[i + 2] = results[i];
+        r = table_new(&t, header);
+        if (r < 0)
+                return r;
+        for (size_t c = 1; c < n_results + 2; c++)
+                table_set_align_right(t, c, true);
+        for (size_t row = 0; row < n_languages; row++) {
+                r = add_runs_row(t, languages[row], json_member(by_language, languages[row]), results,
+                                 n_results);
+                if (r < 0)
+                        return r;
+        }
+        r = add_runs_row(t, "all", json_member(stats, "runs_by_result"), results, n_results);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+static int latency_table_new(json_object *stats, const char *const *languages, size_t n_languages,
+                             Table **ret) {
+        _cleanup_(table_freep) Table *t = NULL;
+        json_object *latency = json_member(stats, "latency");
+        uint64_t u;
+        int r;
+
+        r = table_new(&t,
+                      (const char *const[]){ "LANGUAGE", "SAMPLES", "P50 MS", "P95 MS", "P99 MS", NULL });
+        if (r < 0)
+                return r;
+        for (size_t c = 1; c < 5; c++)
+                table_set_align_right(t, c, true);
+        for (size_t row = 0; row < n_languages; row++) {
+                json_object *l = json_member(latency, languages[row]);
+
+                r = table_add(t, languages[row]);
+                if (r >= 0)
+                        r = table_addf(t, "%" PRIu64, json_u64(l, "samples", &u) ? u : 0);
+                if (r >= 0)
+                        r = add_ms(t, l, "p50_usec");
+                if (r >= 0)
+                        r = add_ms(t, l, "p95_usec");
+                if (r >= 0)
+                        r = add_ms(t, l, "p99_usec");
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+static int print_stats(json_object *stats, Table *runs, Table *latency) {
+        char stamp[FORMAT_TIMESTAMP_MAX], ago[FORMAT_TIMESPAN_MAX + 8];
+        uint64_t u, u2;
+
+        if (json_u64(stats, "stats_since_usec", &u))
+                (void) printf("Runs since %s%s:\n\n", format_timestamp(stamp, u), age_suffix(ago, u));
+        if (table_print(runs, stdout) < 0)
+                return -EIO;
+        (void) printf("\nLatency from admission to result:\n\n");
+        if (table_print(latency, stdout) < 0)
+                return -EIO;
+        (void) printf("\n");
+        if (json_u64(stats, "active_runs", &u))
+                (void) printf("Active runs:     %" PRIu64 "\n", u);
+        if (json_u64(stats, "uid_pool_free", &u) && json_u64(stats, "uid_pool_size", &u2))
+                (void) printf("UID pool:        %" PRIu64 " of %" PRIu64 " free\n", u, u2);
+        if (json_u64(stats, "egress_denials", &u))
+                (void) printf("Egress denials:  %" PRIu64 "\n", u);
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
 static int verb_stats(void) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(json_object_putp) json_object *stats = NULL;
-        _cleanup_(table_freep) Table *runs = NULL, *latency_table = NULL;
-        _cleanup_free_ const char **languages = NULL, **results = NULL, **header = NULL;
-        const char *known_languages[_LANGUAGE_MAX];
-        char stamp[FORMAT_TIMESTAMP_MAX], ago[FORMAT_TIMESPAN_MAX + 8];
-        json_object *by_result, *by_language, *latency, *sources[8];
-        size_t n_languages, n_results, n_sources = 0;
-        uint64_t u, u2;
+        _cleanup_(table_freep) Table *runs = NULL, *latency = NULL;
+        _cleanup_free_ const char **languages = NULL, **results = NULL;
+        size_t n_languages, n_results;
         int r;
 
         r = bus_open(&bus);
@@ -328,94 +456,16 @@ static int verb_stats(void) {
         if (arg_json)
                 return print_json_or_oom(stats);
 
-        by_result = json_member(stats, "runs_by_result");
-        by_language = json_member(stats, "runs_by_language");
-        latency = json_member(stats, "latency");
-
-        /* rows: every language any part of the stats names; columns: every result any of them counts */
-        for (Language l = 0; l < _LANGUAGE_MAX; l++)
-                known_languages[l] = language_to_string(l);
-        sources[n_sources++] = by_language;
-        sources[n_sources++] = latency;
-        r = ordered_keys(known_languages, _LANGUAGE_MAX, sources, n_sources, &languages, &n_languages);
+        r = stats_names(stats, &languages, &n_languages, &results, &n_results);
         if (r < 0)
                 return ctl_oom();
-        n_sources = 0;
-        sources[n_sources++] = by_result;
-        for (size_t i = 0; i < n_languages && n_sources < ELEMENTSOF(sources); i++)
-                sources[n_sources++] = json_member(by_language, languages[i]);
-        r = ordered_keys(known_results, ELEMENTSOF(known_results), sources, n_sources, &results, &n_results);
+        r = runs_table_new(stats, languages, n_languages, results, n_results, &runs);
         if (r < 0)
                 return ctl_oom();
-
-        header = calloc(n_results + 3, sizeof(char *));
-        if (!header)
-                return ctl_oom();
-        header[0] = "LANGUAGE";
-        header[1] = "TOTAL";
-        for (size_t i = 0; i < n_results; i++)
-                header[i + 2] = results[i];
-        r = table_new(&runs, header);
+        r = latency_table_new(stats, languages, n_languages, &latency);
         if (r < 0)
                 return ctl_oom();
-        for (size_t c = 1; c < n_results + 2; c++)
-                table_set_align_right(runs, c, true);
-
-        for (size_t row = 0; row <= n_languages; row++) {
-                /* one row per language, then "all": the manager's own count by result */
-                json_object *counts =
-                        row < n_languages ? json_member(by_language, languages[row]) : by_result;
-                uint64_t total = 0;
-
-                for (size_t i = 0; i < n_results; i++)
-                        if (json_u64(counts, results[i], &u))
-                                total += u;
-                r = table_add(runs, row < n_languages ? languages[row] : "all");
-                if (r >= 0)
-                        r = table_addf(runs, "%" PRIu64, total);
-                for (size_t i = 0; r >= 0 && i < n_results; i++)
-                        r = table_addf(runs, "%" PRIu64, json_u64(counts, results[i], &u) ? u : 0);
-                if (r < 0)
-                        return ctl_oom();
-        }
-
-        r = table_new(&latency_table,
-                      (const char *const[]){ "LANGUAGE", "SAMPLES", "P50 MS", "P95 MS", "P99 MS", NULL });
-        if (r < 0)
-                return ctl_oom();
-        for (size_t c = 1; c < 5; c++)
-                table_set_align_right(latency_table, c, true);
-        for (size_t row = 0; row < n_languages; row++) {
-                json_object *l = json_member(latency, languages[row]);
-
-                r = table_add(latency_table, languages[row]);
-                if (r >= 0)
-                        r = table_addf(latency_table, "%" PRIu64, json_u64(l, "samples", &u) ? u : 0);
-                if (r >= 0)
-                        r = add_ms(latency_table, l, "p50_usec");
-                if (r >= 0)
-                        r = add_ms(latency_table, l, "p95_usec");
-                if (r >= 0)
-                        r = add_ms(latency_table, l, "p99_usec");
-                if (r < 0)
-                        return ctl_oom();
-        }
-
-        if (json_u64(stats, "stats_since_usec", &u))
-                (void) printf("Runs since %s%s:\n\n", format_timestamp(stamp, u), age_suffix(ago, u));
-        if (table_print(runs, stdout) < 0)
-                return -EIO;
-        (void) printf("\nLatency from admission to result:\n\n");
-        if (table_print(latency_table, stdout) < 0)
-                return -EIO;
-        (void) printf("\n");
-        if (json_u64(stats, "active_runs", &u))
-                (void) printf("Active runs:     %" PRIu64 "\n", u);
-        if (json_u64(stats, "uid_pool_free", &u) && json_u64(stats, "uid_pool_size", &u2))
-                (void) printf("UID pool:        %" PRIu64 " of %" PRIu64 " free\n", u, u2);
-        if (json_u64(stats, "egress_denials", &u))
-                (void) printf("Egress denials:  %" PRIu64 "\n", u);
-        return fflush(stdout) == 0 ? 0 : -EIO;
+        return print_stats(stats, runs, latency);
 }
 
 static int verb_deps_list(const char *language) {

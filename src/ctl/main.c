@@ -526,22 +526,15 @@ static int verb_deps_packages(const char *verb, const char *language, char **pac
         return job_run(bus, call, what, job_output(), arg_no_wait);
 }
 
-/* --if-due (difysandbox-refresh.timer): is the current generation older than
- * python_deps_update_interval? Says why on stdout either way (in JSON when skipping with --json).
- * Returns 1 when due, 0 when not, or an error. */
-static int refresh_is_due(const char *language) {
+/* The configuration --if-due reads: FILE of --config alone, else the default file and its drop-ins; then
+ * the environment's overrides, as the manager reads it. */
+static int refresh_config_load(Config *cfg) {
         _cleanup_(config_error_done) ConfigError err = { 0 };
-        _cleanup_(config_done) Config cfg = { 0 };
-        _cleanup_free_ char *current = NULL, *reason = NULL, *target = NULL;
-        char age[FORMAT_TIMESPAN_MAX], interval[FORMAT_TIMESPAN_MAX];
-        struct stat st;
-        uint64_t mtime, now_usec;
-        bool due;
         int r;
 
-        r = config_init_defaults(&cfg);
+        r = config_init_defaults(cfg);
         if (r < 0) {
-                cfg = (Config){ 0 }; /* config_init_defaults() cleaned up already */
+                *cfg = (Config){ 0 }; /* config_init_defaults() cleaned up already */
                 return ctl_oom();
         }
         if (arg_config && access(arg_config, F_OK) < 0) {
@@ -549,7 +542,7 @@ static int refresh_is_due(const char *language) {
                 ctl_error("cannot read the configuration %s: %s", arg_config, strerror(-r));
                 return r;
         }
-        r = config_load(&cfg, arg_config, arg_config ? "" : NULL, environ, &err);
+        r = config_load(cfg, arg_config, arg_config ? "" : NULL, environ, &err);
         if (r < 0) {
                 if (err.message)
                         ctl_error("invalid configuration: %s", err.message);
@@ -557,52 +550,72 @@ static int refresh_is_due(const char *language) {
                         ctl_error("cannot load the configuration: %s", strerror(-r));
                 return r;
         }
+        return 0;
+}
 
-        if (cfg.python_deps_update_interval_usec == 0) {
-                due = false;
-                reason = strdup("python_deps_update_interval is 0: automatic refresh is off");
-        } else {
-                (void) format_timespan(interval, cfg.python_deps_update_interval_usec);
-                if (asprintf(&current, "%s/%s/packages/current", cfg.runtime_dir, language) < 0)
-                        return ctl_oom();
-                if (lstat(current, &st) < 0) {
-                        if (errno != ENOENT) {
-                                r = -errno;
-                                ctl_error("cannot tell the age of %s: %s", current, strerror(-r));
-                                return r;
-                        }
-                        due = true;
-                        r = asprintf(&reason, "there is no current generation (%s)", current);
-                        if (r < 0)
-                                reason = NULL;
-                } else {
-                        /* the symlink's own mtime: when the generation was switched in */
-                        mtime = timespec_load(&st.st_mtim);
-                        now_usec = now(CLOCK_REALTIME);
-                        due = now_usec >= mtime && now_usec - mtime >= cfg.python_deps_update_interval_usec;
-                        (void) format_timespan(age, now_usec > mtime ? now_usec - mtime : 0);
-                        /* "gen-<N>", to say which; a current that is not a symlink is aged all the same */
-                        if (S_ISLNK(st.st_mode) && st.st_size > 0 && st.st_size < 4096) {
-                                target = malloc((size_t) st.st_size + 1);
-                                if (!target)
-                                        return ctl_oom();
-                                if (readlink(current, target, (size_t) st.st_size + 1) == st.st_size)
-                                        target[st.st_size] = '\0';
-                                else {
-                                        free(target);
-                                        target = NULL;
-                                }
-                        }
-                        r = asprintf(
-                                &reason,
-                                "the current generation%s%s%s is %s old, python_deps_update_interval is %s",
-                                target ? " (" : "", target ? target : "", target ? ")" : "", age, interval);
-                        if (r < 0)
-                                reason = NULL;
-                }
+/* "gen-<N>", the generation the symlink current names, to say which; NULL in *ret when current is not a
+ * symlink or cannot be read: it is aged all the same. */
+static int current_target(const char *current, const struct stat *st, char **ret) {
+        _cleanup_free_ char *target = NULL;
+
+        if (!S_ISLNK(st->st_mode) || st->st_size <= 0 || st->st_size >= 4096) {
+                *ret = NULL;
+                return 0;
         }
-        if (!reason)
+        target = malloc((size_t) st->st_size + 1);
+        if (!target)
+                return -ENOMEM;
+        if (readlink(current, target, (size_t) st->st_size + 1) != st->st_size) {
+                *ret = NULL;
+                return 0;
+        }
+        target[st->st_size] = '\0';
+        *ret = TAKE_PTR(target);
+        return 0;
+}
+
+/* Whether the current generation of language is older than python_deps_update_interval (not 0), and a
+ * sentence that says so either way. */
+static int generation_is_due(const Config *cfg, const char *language, bool *ret_due, char **ret_reason) {
+        _cleanup_free_ char *current = NULL, *target = NULL, *reason = NULL;
+        char age[FORMAT_TIMESPAN_MAX], interval[FORMAT_TIMESPAN_MAX];
+        uint64_t mtime, now_usec;
+        struct stat st;
+        int r;
+
+        (void) format_timespan(interval, cfg->python_deps_update_interval_usec);
+        if (asprintf(&current, "%s/%s/packages/current", cfg->runtime_dir, language) < 0)
                 return ctl_oom();
+        if (lstat(current, &st) < 0) {
+                if (errno != ENOENT) {
+                        r = -errno;
+                        ctl_error("cannot tell the age of %s: %s", current, strerror(-r));
+                        return r;
+                }
+                if (asprintf(&reason, "there is no current generation (%s)", current) < 0)
+                        return ctl_oom();
+                *ret_due = true;
+                *ret_reason = TAKE_PTR(reason);
+                return 0;
+        }
+
+        /* the symlink's own mtime: when the generation was switched in */
+        mtime = timespec_load(&st.st_mtim);
+        now_usec = now(CLOCK_REALTIME);
+        (void) format_timespan(age, now_usec > mtime ? now_usec - mtime : 0);
+        if (current_target(current, &st, &target) < 0)
+                return ctl_oom();
+        if (asprintf(&reason, "the current generation%s%s%s is %s old, python_deps_update_interval is %s",
+                     target ? " (" : "", target ? target : "", target ? ")" : "", age, interval) < 0)
+                return ctl_oom();
+        *ret_due = now_usec >= mtime && now_usec - mtime >= cfg->python_deps_update_interval_usec;
+        *ret_reason = TAKE_PTR(reason);
+        return 0;
+}
+
+/* Says why on stdout either way (in JSON when skipping with --json). */
+static int print_refresh_decision(const char *language, bool due, const char *reason) {
+        int r;
 
         if (due) {
                 if (!arg_json)
@@ -621,6 +634,31 @@ static int refresh_is_due(const char *language) {
         }
         (void) printf("Not refreshing %s: %s.\n", language, reason);
         return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
+/* --if-due (difysandbox-refresh.timer): is the current generation older than
+ * python_deps_update_interval? Says why on stdout either way. Returns 1 when due, 0 when not, or an
+ * error. */
+static int refresh_is_due(const char *language) {
+        _cleanup_(config_done) Config cfg = { 0 };
+        _cleanup_free_ char *reason = NULL;
+        bool due = false;
+        int r;
+
+        r = refresh_config_load(&cfg);
+        if (r < 0)
+                return r;
+        if (cfg.python_deps_update_interval_usec == 0) {
+                due = false;
+                reason = strdup("python_deps_update_interval is 0: automatic refresh is off");
+                if (!reason)
+                        return ctl_oom();
+        } else {
+                r = generation_is_due(&cfg, language, &due, &reason);
+                if (r < 0)
+                        return r;
+        }
+        return print_refresh_decision(language, due, reason);
 }
 
 static int verb_deps_refresh(const char *language) {

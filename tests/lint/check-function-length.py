@@ -15,7 +15,6 @@ LONGER = {
     'cli/difysandbox.c:verb_run': 109,
     'common/config-file.c:parse_go_duration': 85,
     'common/config-file.c:set_list': 87,
-    'ctl/main.c:refresh_is_due': 93,
     'manager/installer-main.c:installer_run': 103,
     'manager/installer-tool.c:run_tool': 87,
 }

@@ -418,15 +418,14 @@ static int job_property(sd_bus_message *m, const char *key, const char *signatur
 }
 
 int bus_read_job_properties(sd_bus_message *m, JobProperties *ret) {
-        JobProperties p = { 0 };
+        _cleanup_(job_properties_done) JobProperties p = { 0 };
         int r;
 
         r = read_dict_sv(m, job_property, &p);
-        if (r < 0) {
-                job_properties_done(&p);
+        if (r < 0)
                 return r;
-        }
         *ret = p;
+        p = (JobProperties){ 0 }; /* *ret owns the strings now */
         return 0;
 }
 

@@ -533,10 +533,8 @@ static int refresh_config_load(Config *cfg) {
         int r;
 
         r = config_init_defaults(cfg);
-        if (r < 0) {
-                *cfg = (Config){ 0 }; /* config_init_defaults() cleaned up already */
+        if (r < 0)
                 return ctl_oom();
-        }
         if (arg_config && access(arg_config, F_OK) < 0) {
                 r = -errno;
                 ctl_error("cannot read the configuration %s: %s", arg_config, strerror(-r));

@@ -11,7 +11,6 @@
 #include <syslog.h>
 
 void log_set_max_level(int level);
-void log_set_target_stderr(bool stderr_only);
 /* Native journal records whatever stderr is, where journald's socket exists: for a unit whose stderr
  * systemd could not connect to the journal (difysandbox-installer's is the manager's pipe). */
 void log_set_target_journal(void);

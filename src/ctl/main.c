@@ -603,8 +603,14 @@ static int generation_is_due(const Config *cfg, const char *language, bool *ret_
         (void) format_timespan(age, now_usec > mtime ? now_usec - mtime : 0);
         if (current_target(current, &st, &target) < 0)
                 return ctl_oom();
-        if (asprintf(&reason, "the current generation%s%s%s is %s old, python_deps_update_interval is %s",
-                     target ? " (" : "", target ? target : "", target ? ")" : "", age, interval) < 0)
+        if (target)
+                r = asprintf(&reason,
+                             "the current generation (%s) is %s old, python_deps_update_interval is %s",
+                             target, age, interval);
+        else
+                r = asprintf(&reason, "the current generation is %s old, python_deps_update_interval is %s",
+                             age, interval);
+        if (r < 0)
                 return ctl_oom();
         *ret_due = now_usec >= mtime && now_usec - mtime >= cfg->python_deps_update_interval_usec;
         *ret_reason = TAKE_PTR(reason);

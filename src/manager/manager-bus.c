@@ -59,7 +59,7 @@ static int append_dependencies(sd_bus_message *reply, const PackageList *l, bool
 /* ListDependencies (name, version) and ListDependenciesEx (name, version, origin): packages.h's list. */
 static int reply_dependencies(sd_bus_message *msg, Manager *m, bool with_origin, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(package_list_done) PackageList list = {};
+        _cleanup_(package_list_done) PackageList list = { 0 };
         _cleanup_free_ char *bad_path = NULL;
         const char *language;
         int r;

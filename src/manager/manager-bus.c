@@ -25,18 +25,18 @@ static int check_language(const char *language, sd_bus_error *error) {
         return 0;
 }
 
-/* packages.h's list, freed with its length. */
-typedef struct PackageList {
+/* packages_list()'s array and its length, freed together (packages.c keeps a list of its own). */
+typedef struct Dependencies {
         Package *items;
         size_t n;
-} PackageList;
+} Dependencies;
 
-static void package_list_done(PackageList *l) {
+static void dependencies_done(Dependencies *l) {
         l->items = packages_free(l->items, l->n);
         l->n = 0;
 }
 
-static int append_dependencies(sd_bus_message *reply, const PackageList *l, bool with_origin) {
+static int append_dependencies(sd_bus_message *reply, const Dependencies *l, bool with_origin) {
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', with_origin ? "(sss)" : "(ss)");
@@ -59,7 +59,7 @@ static int append_dependencies(sd_bus_message *reply, const PackageList *l, bool
 /* ListDependencies (name, version) and ListDependenciesEx (name, version, origin): packages.h's list. */
 static int reply_dependencies(sd_bus_message *msg, Manager *m, bool with_origin, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(package_list_done) PackageList list = { 0 };
+        _cleanup_(dependencies_done) Dependencies list = { 0 };
         _cleanup_free_ char *bad_path = NULL;
         const char *language;
         int r;

@@ -1,7 +1,7 @@
 /* Unit tests of src/sandbox/scope.c against a fake systemd: a private dbus-daemon (found through
  * DBUS_SYSTEM_BUS_ADDRESS) where a forked child owns org.freedesktop.systemd1 and refuses
  * StartTransientUnit as systemd refuses a unit in a masked slice. sd_booted() is made true in a private
- * mount namespace (a tmpfs on /run/systemd with system/ in it), so the test needs root and dbus-daemon,
+ * mount namespace (a tmpfs on /run with systemd/system/ in it), so the test needs root and dbus-daemon,
  * and skips without them. */
 
 #include <errno.h>
@@ -121,7 +121,8 @@ static int setup(void **state) {
         /* sd_booted() asks whether /run/systemd/system exists: here, in our own mount namespace only */
         assert_int_equal(unshare(CLONE_NEWNS), 0);
         assert_int_equal(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
-        assert_int_equal(mount("tmpfs", "/run/systemd", "tmpfs", 0, "mode=0755"), 0);
+        assert_int_equal(mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"), 0);
+        assert_int_equal(mkdir("/run/systemd", 0755), 0);
         assert_int_equal(mkdir("/run/systemd/system", 0755), 0);
         return 0;
 }

@@ -150,7 +150,10 @@ static int run_and_print(const Config *cfg, const RunRequest *req, bool timing) 
         return r;
 }
 
-static int verb_run(Config *cfg, int argc, char **argv) {
+/* run's options into req; *ret_file is FILE, or "-" for standard input. Returns 1 when --help was shown
+ * and nothing is to run, 0 to run, or a negative errno (logged). */
+static int run_options_parse(int argc, char **argv, RunRequest *req, bool *ret_timing,
+                             const char **ret_file) {
         /* clang-format off */
         static const struct option options[] = {
                 { "language", required_argument, NULL, 'l' },
@@ -162,11 +165,7 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 {},
         };
         /* clang-format on */
-        _cleanup_free_ char *code = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        RunRequest req = { 0 };
         Language language = _LANGUAGE_INVALID;
-        const char *file = "-";
         bool timing = false;
         int c, r;
 
@@ -182,19 +181,19 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                         }
                         break;
                 case 'n':
-                        req.network = true;
+                        req->network = true;
                         break;
                 case 't':
-                        r = parse_duration(optarg, &req.timeout_usec);
-                        if (r < 0 || req.timeout_usec == 0)
+                        r = parse_duration(optarg, &req->timeout_usec);
+                        if (r < 0 || req->timeout_usec == 0)
                                 return log_error_errno(
                                         r < 0 ? r : -ERANGE,
                                         "Invalid --timeout '%s': expected seconds > 0 (e.g. 5 or 2.5): %m",
                                         optarg);
                         break;
                 case 'm':
-                        r = parse_size(optarg, &req.memory_max);
-                        if (r < 0 || req.memory_max < (16ULL << 20))
+                        r = parse_size(optarg, &req->memory_max);
+                        if (r < 0 || req->memory_max < (16ULL << 20))
                                 return log_error_errno(
                                         r < 0 ? r : -ERANGE,
                                         "Invalid --memory '%s': expected bytes >= 16M (e.g. 256M): %m",
@@ -205,7 +204,7 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                         break;
                 case 'h':
                         help();
-                        return 0;
+                        return 1;
                 default:
                         return -EINVAL;
                 }
@@ -213,13 +212,21 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 log_error("Missing --language: expected " RUNTIME_LANGUAGE_NAMES);
                 return -EINVAL;
         }
-        req.language = (unsigned) language; /* the sandbox's languages are the enum's (runner/languages.h) */
-        if (optind < argc)
-                file = argv[optind++];
-        if (optind < argc) {
-                log_error("Unexpected argument '%s'", argv[optind]);
+        req->language =
+                (unsigned) language; /* the sandbox's languages are the enum's (runner/languages.h) */
+        if (optind + 1 < argc) {
+                log_error("Unexpected argument '%s'", argv[optind + 1]);
                 return -EINVAL;
         }
+        *ret_timing = timing;
+        *ret_file = optind < argc ? argv[optind] : "-";
+        return 0;
+}
+
+/* The code to run, from file or from standard input ("-"), up to code_max bytes. */
+static int read_code(const Config *cfg, const char *file, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
 
         if (strcmp(file, "-") == 0)
                 fd = dup(STDIN_FILENO);
@@ -227,14 +234,29 @@ static int verb_run(Config *cfg, int argc, char **argv) {
                 fd = open(file, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return log_error_errno(-errno, "Cannot open '%s': %m", file);
-        r = read_full_fd(fd, cfg->code_max, &code, &req.code_len);
+        r = read_full_fd(fd, cfg->code_max, ret, ret_len);
         if (r == -EFBIG)
                 return log_error_errno(r, "Code in '%s' is larger than code_max (%llu bytes)", file,
                                        (unsigned long long) cfg->code_max);
         if (r < 0)
                 return log_error_errno(r, "Cannot read '%s': %m", file);
-        req.code = code;
+        return 0;
+}
 
+static int verb_run(Config *cfg, int argc, char **argv) {
+        _cleanup_free_ char *code = NULL;
+        RunRequest req = { .language = _LANGUAGE_INVALID };
+        const char *file = "-";
+        bool timing = false;
+        int r;
+
+        r = run_options_parse(argc, argv, &req, &timing, &file);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        r = read_code(cfg, file, &code, &req.code_len);
+        if (r < 0)
+                return r;
+        req.code = code;
         return run_and_print(cfg, &req, timing);
 }
 

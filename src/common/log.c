@@ -24,10 +24,6 @@ void log_set_max_level(int level) {
         max_level = level;
 }
 
-void log_set_target_stderr(bool stderr_only) {
-        target = stderr_only ? 1 : -1;
-}
-
 void log_set_target_journal(void) {
         struct stat st;
 

@@ -11,7 +11,6 @@
 #include <syslog.h>
 
 void log_set_max_level(int level);
-void log_set_target_stderr(bool stderr_only);
 /* Native journal records whatever stderr is, where journald's socket exists: for a unit whose stderr
  * systemd could not connect to the journal (difysandbox-installer's is the manager's pipe). */
 void log_set_target_journal(void);
@@ -27,7 +26,6 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         log_internal(level, error, __FILE__, __LINE__, __func__, __VA_ARGS__)
 #define log_debug(...) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
 #define log_info(...) log_full_errno(LOG_INFO, 0, __VA_ARGS__)
-#define log_notice(...) log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)
 #define log_warning(...) log_full_errno(LOG_WARNING, 0, __VA_ARGS__)
 #define log_error(...) log_full_errno(LOG_ERR, 0, __VA_ARGS__)
 #define log_debug_errno(error, ...) log_full_errno(LOG_DEBUG, error, __VA_ARGS__)

@@ -12,12 +12,10 @@ typedef uint64_t usec_t;
 #define USEC_INFINITY ((usec_t) UINT64_MAX)
 
 #define NSEC_PER_USEC ((uint64_t) UINT64_C(1000))
-#define NSEC_PER_SEC ((uint64_t) UINT64_C(1000000000))
 #define USEC_PER_MSEC ((usec_t) UINT64_C(1000))
 #define USEC_PER_SEC ((usec_t) UINT64_C(1000000))
 #define USEC_PER_MINUTE ((usec_t) (UINT64_C(60) * USEC_PER_SEC))
 #define USEC_PER_HOUR ((usec_t) (UINT64_C(60) * USEC_PER_MINUTE))
-#define MSEC_PER_SEC UINT64_C(1000)
 
 /* A timespec as microseconds, rounded down; a negative one (before the epoch) is 0. */
 static inline usec_t timespec_load(const struct timespec *ts) {

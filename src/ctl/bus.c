@@ -166,108 +166,136 @@ static int read_dict_sv(sd_bus_message *m,
         return sd_bus_message_exit_container(m);
 }
 
-/* One value of a signature GetStats uses, as JSON: s o t u d b, a{sX} (an object), and the latency tuple
- * (tttt). */
-static int read_json(sd_bus_message *m, const char *signature, json_object **ret) {
-        _cleanup_(json_object_putp) json_object *o = NULL;
+static int read_json(sd_bus_message *m, const char *signature, json_object **ret);
+
+/* s o t u d b, each as the JSON type that holds it. */
+static int read_json_basic(sd_bus_message *m, char type, json_object **ret) {
+        union {
+                const char *s;
+                uint64_t t;
+                uint32_t u;
+                double d;
+                int b;
+        } v;
+        json_object *o;
         int r;
 
-        if (streq(signature, "s") || streq(signature, "o")) {
-                const char *s;
-
-                r = sd_bus_message_read_basic(m, signature[0], &s);
-                if (r < 0)
-                        return r;
-                o = json_object_new_string(s);
-        } else if (streq(signature, "t")) {
-                uint64_t t;
-
-                r = sd_bus_message_read_basic(m, 't', &t);
-                if (r < 0)
-                        return r;
-                o = json_object_new_uint64(t);
-        } else if (streq(signature, "u")) {
-                uint32_t u;
-
-                r = sd_bus_message_read_basic(m, 'u', &u);
-                if (r < 0)
-                        return r;
-                o = json_object_new_int64(u);
-        } else if (streq(signature, "d")) {
-                double d;
-
-                r = sd_bus_message_read_basic(m, 'd', &d);
-                if (r < 0)
-                        return r;
-                o = json_object_new_double(d);
-        } else if (streq(signature, "b")) {
-                int b;
-
-                r = sd_bus_message_read_basic(m, 'b', &b);
-                if (r < 0)
-                        return r;
-                o = json_object_new_boolean(b);
-        } else if (streq(signature, "(tttt)")) {
-                uint64_t samples, p50, p95, p99;
-
-                r = sd_bus_message_read(m, "(tttt)", &samples, &p50, &p95, &p99);
-                if (r < 0)
-                        return r;
-                o = json_object_new_object();
-                if (!o || json_object_object_add(o, "samples", json_object_new_uint64(samples)) < 0 ||
-                    json_object_object_add(o, "p50_usec", json_object_new_uint64(p50)) < 0 ||
-                    json_object_object_add(o, "p95_usec", json_object_new_uint64(p95)) < 0 ||
-                    json_object_object_add(o, "p99_usec", json_object_new_uint64(p99)) < 0)
-                        return -ENOMEM;
-        } else if (strncmp(signature, "a{s", 3) == 0 && signature[strlen(signature) - 1] == '}') {
-                _cleanup_free_ char *inner = strndup(signature + 3, strlen(signature) - 4);
-                const char *entry = signature + 1;
-                _cleanup_free_ char *entry_contents = NULL;
-
-                if (!inner)
-                        return -ENOMEM;
-                entry_contents = strndup(entry + 1, strlen(entry) - 2); /* "sX" */
-                if (!entry_contents)
-                        return -ENOMEM;
-                o = json_object_new_object();
-                if (!o)
-                        return -ENOMEM;
-                r = sd_bus_message_enter_container(m, 'a', entry);
-                if (r < 0)
-                        return r;
-                for (;;) {
-                        json_object *value = NULL;
-                        const char *key;
-
-                        r = sd_bus_message_enter_container(m, 'e', entry_contents);
-                        if (r < 0)
-                                return r;
-                        if (r == 0)
-                                break;
-                        r = sd_bus_message_read_basic(m, 's', &key);
-                        if (r < 0)
-                                return r;
-                        r = read_json(m, inner, &value);
-                        if (r < 0)
-                                return r;
-                        if (json_object_object_add(o, key, value) < 0) {
-                                json_object_put(value);
-                                return -ENOMEM;
-                        }
-                        r = sd_bus_message_exit_container(m);
-                        if (r < 0)
-                                return r;
-                }
-                r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
-        } else
-                return -EOPNOTSUPP;
-
+        r = sd_bus_message_read_basic(m, type, &v);
+        if (r < 0)
+                return r;
+        switch (type) {
+        case 's':
+        case 'o':
+                o = json_object_new_string(v.s);
+                break;
+        case 't':
+                o = json_object_new_uint64(v.t);
+                break;
+        case 'u':
+                o = json_object_new_int64(v.u);
+                break;
+        case 'd':
+                o = json_object_new_double(v.d);
+                break;
+        default: /* 'b' */
+                o = json_object_new_boolean(v.b);
+                break;
+        }
         if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
+}
+
+/* The latency tuple (tttt): samples and the three percentiles. */
+static int read_json_latency(sd_bus_message *m, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        uint64_t samples, p50, p95, p99;
+        int r;
+
+        r = sd_bus_message_read(m, "(tttt)", &samples, &p50, &p95, &p99);
+        if (r < 0)
+                return r;
+        o = json_object_new_object();
+        if (!o || json_object_object_add(o, "samples", json_object_new_uint64(samples)) < 0 ||
+            json_object_object_add(o, "p50_usec", json_object_new_uint64(p50)) < 0 ||
+            json_object_object_add(o, "p95_usec", json_object_new_uint64(p95)) < 0 ||
+            json_object_object_add(o, "p99_usec", json_object_new_uint64(p99)) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(o);
         return 0;
+}
+
+/* One entry {sX} of a dictionary, added to o under its key. */
+static int read_json_entry(sd_bus_message *m, const char *value_signature, json_object *o) {
+        json_object *value = NULL;
+        const char *key;
+        int r;
+
+        r = sd_bus_message_read_basic(m, 's', &key);
+        if (r < 0)
+                return r;
+        r = read_json(m, value_signature, &value);
+        if (r < 0)
+                return r;
+        if (json_object_object_add(o, key, value) < 0) {
+                json_object_put(value);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* a{sX}, as an object whose members are the keys. */
+static int read_json_dict(sd_bus_message *m, const char *signature, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        _cleanup_free_ char *inner = NULL, *entry_contents = NULL;
+        const char *entry = signature + 1; /* "{sX}" */
+        int r;
+
+        inner = strndup(signature + 3, strlen(signature) - 4); /* "X" */
+        if (!inner)
+                return -ENOMEM;
+        entry_contents = strndup(entry + 1, strlen(entry) - 2); /* "sX" */
+        if (!entry_contents)
+                return -ENOMEM;
+        o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        r = sd_bus_message_enter_container(m, 'a', entry);
+        if (r < 0)
+                return r;
+        for (;;) {
+                r = sd_bus_message_enter_container(m, 'e', entry_contents);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                r = read_json_entry(m, inner, o);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/* One value of a signature GetStats uses, as JSON: s o t u d b, a{sX} (an object), and the latency tuple
+ * (tttt). */
+static int read_json(sd_bus_message *m, const char *signature, json_object **ret) {
+        size_t n = strlen(signature);
+
+        if (n == 1 && strchr("soudtb", signature[0]))
+                return read_json_basic(m, signature[0], ret);
+        if (streq(signature, "(tttt)"))
+                return read_json_latency(m, ret);
+        if (strncmp(signature, "a{s", 3) == 0 && signature[n - 1] == '}')
+                return read_json_dict(m, signature, ret);
+        return -EOPNOTSUPP;
 }
 
 /* clang-format off */
@@ -390,15 +418,14 @@ static int job_property(sd_bus_message *m, const char *key, const char *signatur
 }
 
 int bus_read_job_properties(sd_bus_message *m, JobProperties *ret) {
-        JobProperties p = { 0 };
+        _cleanup_(job_properties_done) JobProperties p = { 0 };
         int r;
 
         r = read_dict_sv(m, job_property, &p);
-        if (r < 0) {
-                job_properties_done(&p);
+        if (r < 0)
                 return r;
-        }
         *ret = p;
+        p = (JobProperties){ 0 }; /* *ret owns the strings now */
         return 0;
 }
 

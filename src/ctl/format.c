@@ -74,7 +74,8 @@ char *format_timestamp(char buf[static FORMAT_TIMESTAMP_MAX], uint64_t realtime_
         return buf;
 }
 
-char *format_elapsed(char buf[static FORMAT_TIMESPAN_MAX], uint64_t usec) {
+/* Elapsed time of a job on its progress line: "0:07", "12:34", "1:02:03". */
+static char *format_elapsed(char buf[static FORMAT_TIMESPAN_MAX], uint64_t usec) {
         uint64_t s = usec / USEC_PER_SEC;
 
         if (s >= 3600)
@@ -98,7 +99,10 @@ unsigned format_columns(int fd) {
         return 80;
 }
 
-int format_fit(const char *s, size_t len, size_t columns, char **ret, size_t *ret_width) {
+/* Text that is safe to show on a terminal within columns cells: control characters (escape
+ * sequences, \r, tabs) become spaces, what the locale cannot decode becomes '?', and text that is too
+ * wide is cut and ends in "...". *ret_width is the number of cells used. Returns 0 or -ENOMEM. */
+static int format_fit(const char *s, size_t len, size_t columns, char **ret, size_t *ret_width) {
         _cleanup_free_ char *out = NULL;
         mbstate_t state = { 0 };
         size_t o = 0, width = 0, cut_o = 0, cut_width = 0;

@@ -22,16 +22,8 @@ char *format_timespan(char buf[static FORMAT_TIMESPAN_MAX], uint64_t usec);
 /* A CLOCK_REALTIME time in microseconds as local "2024-05-01 12:00:00 CEST"; "n/a" for 0. */
 char *format_timestamp(char buf[static FORMAT_TIMESTAMP_MAX], uint64_t realtime_usec);
 
-/* Elapsed time of a job on its progress line: "0:07", "12:34", "1:02:03". */
-char *format_elapsed(char buf[static FORMAT_TIMESPAN_MAX], uint64_t usec);
-
 /* The width of the terminal on fd, else $COLUMNS, else 80. */
 unsigned format_columns(int fd);
-
-/* Text that is safe to show on a terminal within columns cells: control characters (escape
- * sequences, \r, tabs) become spaces, what the locale cannot decode becomes '?', and text that is too
- * wide is cut and ends in "...". *ret_width is the number of cells used. Returns 0 or -ENOMEM. */
-int format_fit(const char *s, size_t len, size_t columns, char **ret, size_t *ret_width);
 
 /* The last non-empty line of a log and its length (no newline); NULL when there is none. */
 const char *format_last_line(const char *log, size_t len, size_t *ret_len);

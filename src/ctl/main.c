@@ -308,16 +308,144 @@ static int add_ms(Table *t, json_object *latency, const char *key) {
         return table_addf(t, "%.1f", (double) usec / 1000.0);
 }
 
+/* The stats' rows and columns: every language any part of them names, every result any of them counts. */
+static int stats_names(json_object *stats, const char ***ret_languages, size_t *ret_n_languages,
+                       const char ***ret_results, size_t *ret_n_results) {
+        _cleanup_free_ const char **languages = NULL;
+        json_object *by_language = json_member(stats, "runs_by_language"), *sources[8];
+        const char *known_languages[_LANGUAGE_MAX];
+        size_t n_languages, n_sources = 0;
+        int r;
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                known_languages[l] = language_to_string(l);
+        sources[n_sources++] = by_language;
+        sources[n_sources++] = json_member(stats, "latency");
+        r = ordered_keys(known_languages, _LANGUAGE_MAX, sources, n_sources, &languages, &n_languages);
+        if (r < 0)
+                return r;
+        n_sources = 0;
+        sources[n_sources++] = json_member(stats, "runs_by_result");
+        for (size_t i = 0; i < n_languages && n_sources < ELEMENTSOF(sources); i++)
+                sources[n_sources++] = json_member(by_language, languages[i]);
+        r = ordered_keys(known_results, ELEMENTSOF(known_results), sources, n_sources, ret_results,
+                         ret_n_results);
+        if (r < 0)
+                return r;
+        *ret_languages = TAKE_PTR(languages);
+        *ret_n_languages = n_languages;
+        return 0;
+}
+
+/* One row of the runs table: its name, the total, then the count of each result. */
+static int add_runs_row(Table *t, const char *name, json_object *counts, const char *const *results,
+                        size_t n_results) {
+        uint64_t total = 0, u;
+        int r;
+
+        for (size_t i = 0; i < n_results; i++)
+                if (json_u64(counts, results[i], &u))
+                        total += u;
+        r = table_add(t, name);
+        if (r >= 0)
+                r = table_addf(t, "%" PRIu64, total);
+        for (size_t i = 0; r >= 0 && i < n_results; i++)
+                r = table_addf(t, "%" PRIu64, json_u64(counts, results[i], &u) ? u : 0);
+        return r;
+}
+
+/* One row per language, then "all": the manager's own count by result. */
+static int runs_table_new(json_object *stats, const char *const *languages, size_t n_languages,
+                          const char *const *results, size_t n_results, Table **ret) {
+        _cleanup_(table_freep) Table *t = NULL;
+        _cleanup_free_ const char **header = NULL;
+        json_object *by_language = json_member(stats, "runs_by_language");
+        int r;
+
+        header = calloc(n_results + 3, sizeof(char *));
+        if (!header)
+                return -ENOMEM;
+        header[0] = "LANGUAGE";
+        header[1] = "TOTAL";
+        for (size_t i = 0; i < n_results; i++)
+                header[i + 2] = results[i];
+        r = table_new(&t, header);
+        if (r < 0)
+                return r;
+        for (size_t c = 1; c < n_results + 2; c++)
+                table_set_align_right(t, c, true);
+        for (size_t row = 0; row < n_languages; row++) {
+                r = add_runs_row(t, languages[row], json_member(by_language, languages[row]), results,
+                                 n_results);
+                if (r < 0)
+                        return r;
+        }
+        r = add_runs_row(t, "all", json_member(stats, "runs_by_result"), results, n_results);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+static int latency_table_new(json_object *stats, const char *const *languages, size_t n_languages,
+                             Table **ret) {
+        _cleanup_(table_freep) Table *t = NULL;
+        json_object *latency = json_member(stats, "latency");
+        uint64_t u;
+        int r;
+
+        r = table_new(&t,
+                      (const char *const[]){ "LANGUAGE", "SAMPLES", "P50 MS", "P95 MS", "P99 MS", NULL });
+        if (r < 0)
+                return r;
+        for (size_t c = 1; c < 5; c++)
+                table_set_align_right(t, c, true);
+        for (size_t row = 0; row < n_languages; row++) {
+                json_object *l = json_member(latency, languages[row]);
+
+                r = table_add(t, languages[row]);
+                if (r >= 0)
+                        r = table_addf(t, "%" PRIu64, json_u64(l, "samples", &u) ? u : 0);
+                if (r >= 0)
+                        r = add_ms(t, l, "p50_usec");
+                if (r >= 0)
+                        r = add_ms(t, l, "p95_usec");
+                if (r >= 0)
+                        r = add_ms(t, l, "p99_usec");
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+static int print_stats(json_object *stats, Table *runs, Table *latency) {
+        char stamp[FORMAT_TIMESTAMP_MAX], ago[FORMAT_TIMESPAN_MAX + 8];
+        uint64_t u, u2;
+
+        if (json_u64(stats, "stats_since_usec", &u))
+                (void) printf("Runs since %s%s:\n\n", format_timestamp(stamp, u), age_suffix(ago, u));
+        if (table_print(runs, stdout) < 0)
+                return -EIO;
+        (void) printf("\nLatency from admission to result:\n\n");
+        if (table_print(latency, stdout) < 0)
+                return -EIO;
+        (void) printf("\n");
+        if (json_u64(stats, "active_runs", &u))
+                (void) printf("Active runs:     %" PRIu64 "\n", u);
+        if (json_u64(stats, "uid_pool_free", &u) && json_u64(stats, "uid_pool_size", &u2))
+                (void) printf("UID pool:        %" PRIu64 " of %" PRIu64 " free\n", u, u2);
+        if (json_u64(stats, "egress_denials", &u))
+                (void) printf("Egress denials:  %" PRIu64 "\n", u);
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
 static int verb_stats(void) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(json_object_putp) json_object *stats = NULL;
-        _cleanup_(table_freep) Table *runs = NULL, *latency_table = NULL;
-        _cleanup_free_ const char **languages = NULL, **results = NULL, **header = NULL;
-        const char *known_languages[_LANGUAGE_MAX];
-        char stamp[FORMAT_TIMESTAMP_MAX], ago[FORMAT_TIMESPAN_MAX + 8];
-        json_object *by_result, *by_language, *latency, *sources[8];
-        size_t n_languages, n_results, n_sources = 0;
-        uint64_t u, u2;
+        _cleanup_(table_freep) Table *runs = NULL, *latency = NULL;
+        _cleanup_free_ const char **languages = NULL, **results = NULL;
+        size_t n_languages, n_results;
         int r;
 
         r = bus_open(&bus);
@@ -329,94 +457,16 @@ static int verb_stats(void) {
         if (arg_json)
                 return print_json_or_oom(stats);
 
-        by_result = json_member(stats, "runs_by_result");
-        by_language = json_member(stats, "runs_by_language");
-        latency = json_member(stats, "latency");
-
-        /* rows: every language any part of the stats names; columns: every result any of them counts */
-        for (Language l = 0; l < _LANGUAGE_MAX; l++)
-                known_languages[l] = language_to_string(l);
-        sources[n_sources++] = by_language;
-        sources[n_sources++] = latency;
-        r = ordered_keys(known_languages, _LANGUAGE_MAX, sources, n_sources, &languages, &n_languages);
+        r = stats_names(stats, &languages, &n_languages, &results, &n_results);
         if (r < 0)
                 return ctl_oom();
-        n_sources = 0;
-        sources[n_sources++] = by_result;
-        for (size_t i = 0; i < n_languages && n_sources < ELEMENTSOF(sources); i++)
-                sources[n_sources++] = json_member(by_language, languages[i]);
-        r = ordered_keys(known_results, ELEMENTSOF(known_results), sources, n_sources, &results, &n_results);
+        r = runs_table_new(stats, languages, n_languages, results, n_results, &runs);
         if (r < 0)
                 return ctl_oom();
-
-        header = calloc(n_results + 3, sizeof(char *));
-        if (!header)
-                return ctl_oom();
-        header[0] = "LANGUAGE";
-        header[1] = "TOTAL";
-        for (size_t i = 0; i < n_results; i++)
-                header[i + 2] = results[i];
-        r = table_new(&runs, header);
+        r = latency_table_new(stats, languages, n_languages, &latency);
         if (r < 0)
                 return ctl_oom();
-        for (size_t c = 1; c < n_results + 2; c++)
-                table_set_align_right(runs, c, true);
-
-        for (size_t row = 0; row <= n_languages; row++) {
-                /* one row per language, then "all": the manager's own count by result */
-                json_object *counts =
-                        row < n_languages ? json_member(by_language, languages[row]) : by_result;
-                uint64_t total = 0;
-
-                for (size_t i = 0; i < n_results; i++)
-                        if (json_u64(counts, results[i], &u))
-                                total += u;
-                r = table_add(runs, row < n_languages ? languages[row] : "all");
-                if (r >= 0)
-                        r = table_addf(runs, "%" PRIu64, total);
-                for (size_t i = 0; r >= 0 && i < n_results; i++)
-                        r = table_addf(runs, "%" PRIu64, json_u64(counts, results[i], &u) ? u : 0);
-                if (r < 0)
-                        return ctl_oom();
-        }
-
-        r = table_new(&latency_table,
-                      (const char *const[]){ "LANGUAGE", "SAMPLES", "P50 MS", "P95 MS", "P99 MS", NULL });
-        if (r < 0)
-                return ctl_oom();
-        for (size_t c = 1; c < 5; c++)
-                table_set_align_right(latency_table, c, true);
-        for (size_t row = 0; row < n_languages; row++) {
-                json_object *l = json_member(latency, languages[row]);
-
-                r = table_add(latency_table, languages[row]);
-                if (r >= 0)
-                        r = table_addf(latency_table, "%" PRIu64, json_u64(l, "samples", &u) ? u : 0);
-                if (r >= 0)
-                        r = add_ms(latency_table, l, "p50_usec");
-                if (r >= 0)
-                        r = add_ms(latency_table, l, "p95_usec");
-                if (r >= 0)
-                        r = add_ms(latency_table, l, "p99_usec");
-                if (r < 0)
-                        return ctl_oom();
-        }
-
-        if (json_u64(stats, "stats_since_usec", &u))
-                (void) printf("Runs since %s%s:\n\n", format_timestamp(stamp, u), age_suffix(ago, u));
-        if (table_print(runs, stdout) < 0)
-                return -EIO;
-        (void) printf("\nLatency from admission to result:\n\n");
-        if (table_print(latency_table, stdout) < 0)
-                return -EIO;
-        (void) printf("\n");
-        if (json_u64(stats, "active_runs", &u))
-                (void) printf("Active runs:     %" PRIu64 "\n", u);
-        if (json_u64(stats, "uid_pool_free", &u) && json_u64(stats, "uid_pool_size", &u2))
-                (void) printf("UID pool:        %" PRIu64 " of %" PRIu64 " free\n", u, u2);
-        if (json_u64(stats, "egress_denials", &u))
-                (void) printf("Egress denials:  %" PRIu64 "\n", u);
-        return fflush(stdout) == 0 ? 0 : -EIO;
+        return print_stats(stats, runs, latency);
 }
 
 static int verb_deps_list(const char *language) {
@@ -477,30 +527,21 @@ static int verb_deps_packages(const char *verb, const char *language, char **pac
         return job_run(bus, call, what, job_output(), arg_no_wait);
 }
 
-/* --if-due (difysandbox-refresh.timer): is the current generation older than
- * python_deps_update_interval? Says why on stdout either way (in JSON when skipping with --json).
- * Returns 1 when due, 0 when not, or an error. */
-static int refresh_is_due(const char *language) {
+/* The configuration --if-due reads: FILE of --config alone, else the default file and its drop-ins; then
+ * the environment's overrides, as the manager reads it. */
+static int refresh_config_load(Config *cfg) {
         _cleanup_(config_error_done) ConfigError err = { 0 };
-        _cleanup_(config_done) Config cfg = { 0 };
-        _cleanup_free_ char *current = NULL, *reason = NULL, *target = NULL;
-        char age[FORMAT_TIMESPAN_MAX], interval[FORMAT_TIMESPAN_MAX];
-        struct stat st;
-        uint64_t mtime, now_usec;
-        bool due;
         int r;
 
-        r = config_init_defaults(&cfg);
-        if (r < 0) {
-                cfg = (Config){ 0 }; /* config_init_defaults() cleaned up already */
+        r = config_init_defaults(cfg);
+        if (r < 0)
                 return ctl_oom();
-        }
         if (arg_config && access(arg_config, F_OK) < 0) {
                 r = -errno;
                 ctl_error("cannot read the configuration %s: %s", arg_config, strerror(-r));
                 return r;
         }
-        r = config_load(&cfg, arg_config, arg_config ? "" : NULL, environ, &err);
+        r = config_load(cfg, arg_config, arg_config ? "" : NULL, environ, &err);
         if (r < 0) {
                 if (err.message)
                         ctl_error("invalid configuration: %s", err.message);
@@ -508,52 +549,78 @@ static int refresh_is_due(const char *language) {
                         ctl_error("cannot load the configuration: %s", strerror(-r));
                 return r;
         }
+        return 0;
+}
 
-        if (cfg.python_deps_update_interval_usec == 0) {
-                due = false;
-                reason = strdup("python_deps_update_interval is 0: automatic refresh is off");
-        } else {
-                (void) format_timespan(interval, cfg.python_deps_update_interval_usec);
-                if (asprintf(&current, "%s/%s/packages/current", cfg.runtime_dir, language) < 0)
-                        return ctl_oom();
-                if (lstat(current, &st) < 0) {
-                        if (errno != ENOENT) {
-                                r = -errno;
-                                ctl_error("cannot tell the age of %s: %s", current, strerror(-r));
-                                return r;
-                        }
-                        due = true;
-                        r = asprintf(&reason, "there is no current generation (%s)", current);
-                        if (r < 0)
-                                reason = NULL;
-                } else {
-                        /* the symlink's own mtime: when the generation was switched in */
-                        mtime = timespec_load(&st.st_mtim);
-                        now_usec = now(CLOCK_REALTIME);
-                        due = now_usec >= mtime && now_usec - mtime >= cfg.python_deps_update_interval_usec;
-                        (void) format_timespan(age, now_usec > mtime ? now_usec - mtime : 0);
-                        /* "gen-<N>", to say which; a current that is not a symlink is aged all the same */
-                        if (S_ISLNK(st.st_mode) && st.st_size > 0 && st.st_size < 4096) {
-                                target = malloc((size_t) st.st_size + 1);
-                                if (!target)
-                                        return ctl_oom();
-                                if (readlink(current, target, (size_t) st.st_size + 1) == st.st_size)
-                                        target[st.st_size] = '\0';
-                                else {
-                                        free(target);
-                                        target = NULL;
-                                }
-                        }
-                        r = asprintf(
-                                &reason,
-                                "the current generation%s%s%s is %s old, python_deps_update_interval is %s",
-                                target ? " (" : "", target ? target : "", target ? ")" : "", age, interval);
-                        if (r < 0)
-                                reason = NULL;
-                }
+/* "gen-<N>", the generation the symlink current names, to say which; NULL in *ret when current is not a
+ * symlink or cannot be read: it is aged all the same. */
+static int current_target(const char *current, const struct stat *st, char **ret) {
+        _cleanup_free_ char *target = NULL;
+
+        if (!S_ISLNK(st->st_mode) || st->st_size <= 0 || st->st_size >= 4096) {
+                *ret = NULL;
+                return 0;
         }
-        if (!reason)
+        target = malloc((size_t) st->st_size + 1);
+        if (!target)
+                return -ENOMEM;
+        if (readlink(current, target, (size_t) st->st_size + 1) != st->st_size) {
+                *ret = NULL;
+                return 0;
+        }
+        target[st->st_size] = '\0';
+        *ret = TAKE_PTR(target);
+        return 0;
+}
+
+/* Whether the current generation of language is older than python_deps_update_interval (not 0), and a
+ * sentence that says so either way. */
+static int generation_is_due(const Config *cfg, const char *language, bool *ret_due, char **ret_reason) {
+        _cleanup_free_ char *current = NULL, *target = NULL, *reason = NULL;
+        char age[FORMAT_TIMESPAN_MAX], interval[FORMAT_TIMESPAN_MAX];
+        uint64_t mtime, now_usec;
+        struct stat st;
+        int r;
+
+        (void) format_timespan(interval, cfg->python_deps_update_interval_usec);
+        if (asprintf(&current, "%s/%s/packages/current", cfg->runtime_dir, language) < 0)
                 return ctl_oom();
+        if (lstat(current, &st) < 0) {
+                if (errno != ENOENT) {
+                        r = -errno;
+                        ctl_error("cannot tell the age of %s: %s", current, strerror(-r));
+                        return r;
+                }
+                if (asprintf(&reason, "there is no current generation (%s)", current) < 0)
+                        return ctl_oom();
+                *ret_due = true;
+                *ret_reason = TAKE_PTR(reason);
+                return 0;
+        }
+
+        /* the symlink's own mtime: when the generation was switched in */
+        mtime = timespec_load(&st.st_mtim);
+        now_usec = now(CLOCK_REALTIME);
+        (void) format_timespan(age, now_usec > mtime ? now_usec - mtime : 0);
+        if (current_target(current, &st, &target) < 0)
+                return ctl_oom();
+        if (target)
+                r = asprintf(&reason,
+                             "the current generation (%s) is %s old, python_deps_update_interval is %s",
+                             target, age, interval);
+        else
+                r = asprintf(&reason, "the current generation is %s old, python_deps_update_interval is %s",
+                             age, interval);
+        if (r < 0)
+                return ctl_oom();
+        *ret_due = now_usec >= mtime && now_usec - mtime >= cfg->python_deps_update_interval_usec;
+        *ret_reason = TAKE_PTR(reason);
+        return 0;
+}
+
+/* Says why on stdout either way (in JSON when skipping with --json). */
+static int print_refresh_decision(const char *language, bool due, const char *reason) {
+        int r;
 
         if (due) {
                 if (!arg_json)
@@ -572,6 +639,31 @@ static int refresh_is_due(const char *language) {
         }
         (void) printf("Not refreshing %s: %s.\n", language, reason);
         return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
+/* --if-due (difysandbox-refresh.timer): is the current generation older than
+ * python_deps_update_interval? Says why on stdout either way. Returns 1 when due, 0 when not, or an
+ * error. */
+static int refresh_is_due(const char *language) {
+        _cleanup_(config_done) Config cfg = { 0 };
+        _cleanup_free_ char *reason = NULL;
+        bool due = false;
+        int r;
+
+        r = refresh_config_load(&cfg);
+        if (r < 0)
+                return r;
+        if (cfg.python_deps_update_interval_usec == 0) {
+                due = false;
+                reason = strdup("python_deps_update_interval is 0: automatic refresh is off");
+                if (!reason)
+                        return ctl_oom();
+        } else {
+                r = generation_is_due(&cfg, language, &due, &reason);
+                if (r < 0)
+                        return r;
+        }
+        return print_refresh_decision(language, due, reason);
 }
 
 static int verb_deps_refresh(const char *language) {

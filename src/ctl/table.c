@@ -95,10 +95,6 @@ int table_addf(Table *t, const char *format, ...) {
         return table_add_take(t, cell);
 }
 
-size_t table_rows(const Table *t) {
-        return t->n_cells / t->n_columns - 1;
-}
-
 /* Cells on a terminal: one per UTF-8 sequence (package names and numbers are what tables hold). */
 static size_t cell_width(const char *s) {
         size_t w = 0;

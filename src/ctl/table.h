@@ -18,8 +18,6 @@ void table_set_align_right(Table *t, size_t column, bool right);
 int table_add(Table *t, const char *cell);
 int table_addf(Table *t, const char *format, ...) __attribute__((format(printf, 2, 3)));
 
-size_t table_rows(const Table *t); /* without the header */
-
 /* Prints the table, each line without trailing blanks. Returns 0 or -EIO. */
 int table_print(const Table *t, FILE *f);
 

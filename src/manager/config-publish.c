@@ -14,6 +14,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 
+#include "common/cleanup-io.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/time-util.h"
@@ -24,11 +25,35 @@ static void config_donep(Config *cfg) {
         config_done(cfg);
 }
 
-/* Writes cfg, secrets included, to CONFIG_FILE_PUBLISHED: a new file renamed over the old one, so a
- * worker reads either the old or the new file, whole. Root-only: it holds app.key. */
+/* Writes cfg, secrets included, to fd, which it takes, and syncs it. */
+static int write_config_fd(const Config *cfg, int fd) {
+        _cleanup_close_ int owned = fd;
+        _cleanup_(fclosep) FILE *f = NULL;
+        int r;
+
+        f = fdopen(owned, "w");
+        if (!f)
+                return -errno;
+        owned = -EBADF; /* f closes it now */
+        (void) fputs("# Written by difysandbox-manager: the configuration it accepted last. Edit\n"
+                     "# /etc/difysandbox/config.yaml instead, then run `difysandboxctl reload`.\n",
+                     f);
+        r = config_format(cfg, f, true);
+        if (r < 0)
+                return r;
+        if (fflush(f) != 0)
+                return -errno;
+        if (fsync(fileno(f)) < 0)
+                return -errno;
+        if (fclose(TAKE_PTR(f)) != 0)
+                return -errno;
+        return 0;
+}
+
+/* Writes cfg to CONFIG_FILE_PUBLISHED: a new file renamed over the old one, so a worker reads either the
+ * old or the new file, whole. Root-only: it holds app.key. */
 static int publish(const Config *cfg) {
         _cleanup_free_ char *tmp = NULL;
-        FILE *f;
         int fd, r;
 
         if (mkdir(CONFIG_FILE_PUBLISHED_DIR, 0755) < 0 && errno != EEXIST)
@@ -38,34 +63,18 @@ static int publish(const Config *cfg) {
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
-        f = fdopen(fd, "w");
-        if (!f) {
-                r = -errno;
-                (void) close(fd);
-                (void) unlink(tmp);
-                return r;
-        }
-        (void) fputs("# Written by difysandbox-manager: the configuration it accepted last. Edit\n"
-                     "# /etc/difysandbox/config.yaml instead, then run `difysandboxctl reload`.\n",
-                     f);
-        r = config_format(cfg, f, true);
-        if (r >= 0 && fflush(f) != 0)
-                r = -errno;
-        if (r >= 0 && fsync(fileno(f)) < 0)
-                r = -errno;
-        if (fclose(f) != 0 && r >= 0)
-                r = -errno;
+        r = write_config_fd(cfg, fd);
         if (r >= 0 && rename(tmp, CONFIG_FILE_PUBLISHED) < 0)
                 r = -errno;
         if (r < 0)
-                (void) unlink(tmp);
+                (void) unlink(tmp); /* no half-written file is left behind */
         return r;
 }
 
 /* Loads the operator's files and this process's environment into a fresh Config. */
 static int load(Config *ret, char **reterr) {
         _cleanup_(config_error_done) ConfigError err = { 0 };
-        Config cfg;
+        _cleanup_(config_donep) Config cfg = { 0 };
         int r;
 
         r = config_init_defaults(&cfg);
@@ -73,7 +82,6 @@ static int load(Config *ret, char **reterr) {
                 return r;
         r = config_load(&cfg, CONFIG_FILE_MAIN, CONFIG_FILE_DROPIN_DIR, environ, &err);
         if (r < 0) {
-                config_done(&cfg);
                 if (err.n > 1) {
                         if (asprintf(reterr, "%s (and %zu more errors: difysandbox check-config lists them)",
                                      err.message, err.n - 1) < 0)
@@ -85,6 +93,7 @@ static int load(Config *ret, char **reterr) {
                 return r;
         }
         *ret = cfg;
+        cfg = (Config){ 0 };
         return 0;
 }
 
@@ -188,9 +197,8 @@ int manager_config_reload(Manager *m, sd_bus_error *reterr) {
         if (r < 0) {
                 log_error_errno(r, "Cannot publish the configuration to %s: %m", CONFIG_FILE_PUBLISHED);
                 (void) sd_notify(false, "READY=1\nSTATUS=Serving; the last reload failed, see the journal");
-                return sd_bus_error_setf(reterr, MANAGER_ERROR_FAILED,
-                                         "Cannot publish the configuration to %s: %s", CONFIG_FILE_PUBLISHED,
-                                         strerror(-r));
+                return manager_error_set_failedf(reterr, r, "Cannot publish the configuration to %s: %m",
+                                                 CONFIG_FILE_PUBLISHED);
         }
         commit(m, &cfg);
         (void) sd_journal_send("MESSAGE=Configuration reloaded from %s", CONFIG_FILE_MAIN,

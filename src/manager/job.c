@@ -6,6 +6,7 @@
  * and removes the object. The installer switches the generation in itself, atomically, so a manager that
  * dies meanwhile loses only the job object, never a generation. */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -66,6 +67,7 @@ static Job *job_free(Job *j) {
         free(j);
         return NULL;
 }
+DEFINE_POINTER_CLEANUP(Job *, job_free);
 
 static void log_drop_head(Job *j) {
         char *cut = memchr(j->log + j->log_len / 2, '\n', j->log_len - j->log_len / 2);
@@ -206,112 +208,125 @@ static int append_strv(sd_bus_message *m, char **v) {
         return r < 0 ? r : sd_bus_message_close_container(m);
 }
 
+/* A new list holding copies of head's n items, then of tail's items. */
+static int argv_dup(const char *const *head, size_t n, char **tail, char ***ret) {
+        _cleanup_(strv_freep) char **argv = NULL;
+        size_t k = 0;
+
+        argv = calloc(n + strv_length(tail) + 1, sizeof(char *));
+        if (!argv)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                argv[k] = strdup(head[i]);
+                if (!argv[k++])
+                        return -ENOMEM;
+        }
+        for (char **p = tail; p && *p; p++) {
+                argv[k] = strdup(*p);
+                if (!argv[k++])
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(argv);
+        return 0;
+}
+
 /* The installer's command line: everything it needs comes from here, never from the configuration
  * file, which holds the API key and is not the installer user's to read. */
 static int installer_argv(const Config *cfg, const char *language, const char *packages_dir, bool remove,
                           char **packages, char ***ret) {
-        size_t n = 0, cap = 16;
-        char **argv;
+        _cleanup_free_ char *npm = NULL;
+        const char *args[16]; /* at most 13: 5 common, 6 of the language, --remove and -- */
+        size_t n = 0;
 
-        for (char **p = packages; p && *p; p++)
-                cap++;
-        argv = calloc(cap, sizeof(char *));
-        if (!argv)
-                return -ENOMEM;
-#define ADD(s)                                \
-        do {                                  \
-                if (!(argv[n++] = strdup(s))) \
-                        goto oom;             \
-        } while (0)
-        ADD(INSTALLER_PATH);
-        ADD("--language");
-        ADD(language);
-        ADD("--packages-dir");
-        ADD(packages_dir);
+        args[n++] = INSTALLER_PATH;
+        args[n++] = "--language";
+        args[n++] = language;
+        args[n++] = "--packages-dir";
+        args[n++] = packages_dir;
         if (streq(language, "python3")) {
-                ADD("--requirements");
-                ADD(cfg->python_requirements);
-                ADD("--python");
-                ADD(cfg->python_path);
+                args[n++] = "--requirements";
+                args[n++] = cfg->python_requirements;
+                args[n++] = "--python";
+                args[n++] = cfg->python_path;
                 if (cfg->python_pip_mirror_url[0]) {
-                        ADD("--index-url");
-                        ADD(cfg->python_pip_mirror_url);
+                        args[n++] = "--index-url";
+                        args[n++] = cfg->python_pip_mirror_url;
                 }
         } else {
-                _cleanup_free_ char *npm = NULL;
                 const char *slash = strrchr(cfg->nodejs_path, '/');
 
                 /* npm lives beside node, as Debian and NodeSource install them */
                 if (asprintf(&npm, "%.*s/npm", (int) (slash - cfg->nodejs_path), cfg->nodejs_path) < 0)
-                        goto oom;
-                ADD("--requirements");
-                ADD(cfg->nodejs_packages);
-                ADD("--npm");
-                ADD(npm);
+                        return -ENOMEM;
+                args[n++] = "--requirements";
+                args[n++] = cfg->nodejs_packages;
+                args[n++] = "--npm";
+                args[n++] = npm;
                 if (cfg->npm_registry[0]) {
-                        ADD("--registry");
-                        ADD(cfg->npm_registry);
+                        args[n++] = "--registry";
+                        args[n++] = cfg->npm_registry;
                 }
         }
         if (remove)
-                ADD("--remove");
-        ADD("--");
-        for (char **p = packages; p && *p; p++)
-                ADD(*p);
-#undef ADD
-        *ret = argv;
+                args[n++] = "--remove";
+        args[n++] = "--";
+        assert(n <= ELEMENTSOF(args));
+        return argv_dup(args, n, packages, ret);
+}
+
+static int env_add(char **env, size_t *n, const char *name, const char *value) {
+        char *s;
+
+        if (asprintf(&s, "%s=%s", name, value) < 0)
+                return -ENOMEM;
+        env[(*n)++] = s;
         return 0;
-oom:
-        for (size_t i = 0; i < n; i++)
-                free(argv[i]);
-        free(argv);
-        return -ENOMEM;
+}
+
+/* The installer's environment; it passes nothing else of its own on to pip and npm. The configured
+ * proxies (proxy.http, proxy.https) reach them, for hosts that get to the package index only through one. */
+static int installer_environment(const Config *cfg, const char *packages_dir, char ***ret) {
+        _cleanup_(strv_freep) char **env = NULL;
+        size_t n = 0;
+        int r;
+
+        env = calloc(6, sizeof(char *)); /* at most 5, and the NULL */
+        if (!env)
+                return -ENOMEM;
+        r = env_add(env, &n, "HOME", packages_dir);
+        if (r < 0)
+                return r;
+        r = env_add(env, &n, "LC_ALL", "C.UTF-8");
+        if (r < 0)
+                return r;
+        r = env_add(env, &n, "PATH", "/usr/local/bin:/usr/bin:/bin");
+        if (r < 0)
+                return r;
+        if (cfg->proxy_http[0]) {
+                r = env_add(env, &n, "HTTP_PROXY", cfg->proxy_http);
+                if (r < 0)
+                        return r;
+        }
+        if (cfg->proxy_https[0]) {
+                r = env_add(env, &n, "HTTPS_PROXY", cfg->proxy_https);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(env);
+        return 0;
 }
 
 /* The sandbox of the installer: it runs code from a package index (setup.py, npm scripts), so it gets
  * its own user, no capabilities, a read-only system but for its packages directory, private /tmp and
  * /dev, and the network (it downloads). */
-static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd, sd_bus_error *reterr) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
-        _cleanup_free_ char *home = NULL, *description = NULL;
-        char *rw[] = { (char *) packages_dir, NULL };
-        _cleanup_free_ char *http_proxy = NULL, *https_proxy = NULL;
-        /* The configured proxies (proxy.http, proxy.https) reach pip and npm, for hosts that get to the
-         * package index only through one; the installer passes nothing else of its environment on. */
-        char *env[] = { NULL, "LC_ALL=C.UTF-8", "PATH=/usr/local/bin:/usr/bin:/bin", NULL, NULL, NULL };
-        const Config *cfg = &j->manager->cfg;
-        size_t n_env = 3;
-        char *arch[] = { "native", NULL };
-        sd_bus *bus = j->manager->bus;
+static int append_sandbox_properties(sd_bus_message *call, const Job *j, const char *packages_dir,
+                                     int out_fd) {
+        _cleanup_free_ char *description = NULL;
         int r;
 
-        if (asprintf(&home, "HOME=%s", packages_dir) < 0 ||
-            asprintf(&description, "difysandbox dependency job %" PRIu32 " (%s %s)", j->id, j->kind,
+        if (asprintf(&description, "difysandbox dependency job %" PRIu32 " (%s %s)", j->id, j->kind,
                      j->language) < 0)
                 return -ENOMEM;
-        env[0] = home;
-        if (cfg->proxy_http[0]) {
-                if (asprintf(&http_proxy, "HTTP_PROXY=%s", cfg->proxy_http) < 0)
-                        return -ENOMEM;
-                env[n_env++] = http_proxy;
-        }
-        if (cfg->proxy_https[0]) {
-                if (asprintf(&https_proxy, "HTTPS_PROXY=%s", cfg->proxy_https) < 0)
-                        return -ENOMEM;
-                env[n_env++] = https_proxy;
-        }
-
-        r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.systemd1",
-                                           "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
-                                           "StartTransientUnit");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(call, "ss", j->unit, "fail");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_open_container(call, 'a', "(sv)");
-        if (r < 0)
-                return r;
         r = sd_bus_message_append(
                 call,
                 "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
@@ -326,50 +341,106 @@ static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd,
                 "ProtectControlGroups", "b", 1);
         if (r < 0)
                 return r;
-        r = sd_bus_message_append(call, "(sv)(sv)(sv)(sv)(sv)", "RestrictSUIDSGID", "b", 1,
-                                  "LockPersonality", "b", 1, "RestrictRealtime", "b", 1, "ProtectKernelLogs",
-                                  "b", 1, "ProtectClock", "b", 1);
-        if (r < 0)
-                return r;
-        /* ExecStart, ReadWritePaths, Environment, SystemCallArchitectures, RestrictAddressFamilies */
+        return sd_bus_message_append(call, "(sv)(sv)(sv)(sv)(sv)", "RestrictSUIDSGID", "b", 1,
+                                     "LockPersonality", "b", 1, "RestrictRealtime", "b", 1,
+                                     "ProtectKernelLogs", "b", 1, "ProtectClock", "b", 1);
+}
+
+/* ExecStart=argv, as the one (path, argv, ignore-failure=false) of a(sasb). */
+static int append_exec_start(sd_bus_message *call, char **argv) {
+        int r;
+
         r = sd_bus_message_open_container(call, 'r', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(call, "s", "ExecStart");
-        if (r >= 0)
-                r = sd_bus_message_open_container(call, 'v', "a(sasb)");
-        if (r >= 0)
-                r = sd_bus_message_open_container(call, 'a', "(sasb)");
-        if (r >= 0)
-                r = sd_bus_message_open_container(call, 'r', "sasb");
-        if (r >= 0)
-                r = sd_bus_message_append(call, "s", argv[0]);
-        if (r >= 0)
-                r = append_strv(call, argv);
-        if (r >= 0)
-                r = sd_bus_message_append(call, "b", 0);
-        for (int i = 0; r >= 0 && i < 4; i++)
-                r = sd_bus_message_close_container(call);
         if (r < 0)
                 return r;
-        struct {
-                const char *name;
-                char **value;
-        } lists[] = { { "ReadWritePaths", rw },
-                      { "Environment", env },
-                      { "SystemCallArchitectures", arch } };
-        for (size_t i = 0; i < ELEMENTSOF(lists); i++) {
-                r = sd_bus_message_open_container(call, 'r', "sv");
-                if (r >= 0)
-                        r = sd_bus_message_append(call, "s", lists[i].name);
-                if (r >= 0)
-                        r = sd_bus_message_open_container(call, 'v', "as");
-                if (r >= 0)
-                        r = append_strv(call, lists[i].value);
-                for (int k = 0; r >= 0 && k < 2; k++)
-                        r = sd_bus_message_close_container(call);
+        r = sd_bus_message_append(call, "s", "ExecStart");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(call, 'v', "a(sasb)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(call, 'a', "(sasb)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(call, 'r', "sasb");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "s", argv[0]);
+        if (r < 0)
+                return r;
+        r = append_strv(call, argv);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "b", 0);
+        if (r < 0)
+                return r;
+        for (int i = 0; i < 4; i++) {
+                r = sd_bus_message_close_container(call);
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+/* A property of type as: ReadWritePaths, Environment, SystemCallArchitectures. */
+static int append_string_list(sd_bus_message *call, const char *name, char **value) {
+        int r;
+
+        r = sd_bus_message_open_container(call, 'r', "sv");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "s", name);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(call, 'v', "as");
+        if (r < 0)
+                return r;
+        r = append_strv(call, value);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(call);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(call);
+}
+
+static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd, sd_bus_error *reterr) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        _cleanup_(strv_freep) char **env = NULL;
+        char *rw[] = { (char *) packages_dir, NULL };
+        char *arch[] = { "native", NULL };
+        sd_bus *bus = j->manager->bus;
+        int r;
+
+        r = installer_environment(&j->manager->cfg, packages_dir, &env);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.systemd1",
+                                           "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+                                           "StartTransientUnit");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "ss", j->unit, "fail");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(call, 'a', "(sv)");
+        if (r < 0)
+                return r;
+        r = append_sandbox_properties(call, j, packages_dir, out_fd);
+        if (r < 0)
+                return r;
+        r = append_exec_start(call, argv);
+        if (r < 0)
+                return r;
+        r = append_string_list(call, "ReadWritePaths", rw);
+        if (r < 0)
+                return r;
+        r = append_string_list(call, "Environment", env);
+        if (r < 0)
+                return r;
+        r = append_string_list(call, "SystemCallArchitectures", arch);
+        if (r < 0)
+                return r;
         r = sd_bus_message_append(call, "(sv)", "RestrictAddressFamilies", "(bas)", 1, 3, "AF_UNIX",
                                   "AF_INET", "AF_INET6");
         if (r < 0)
@@ -439,30 +510,71 @@ static Job *job_find_language(Manager *m, const char *language) {
         return NULL;
 }
 
-int job_start(Manager *m, const char *language, const char *kind, char **packages, const char **ret_path,
-              sd_bus_error *reterr) {
-        _cleanup_(strv_freep) char **argv = NULL;
-        _cleanup_free_ char *packages_dir = NULL;
-        _cleanup_close_ int read_fd = -EBADF, write_fd = -EBADF;
-        int fds[2], r;
-        Job *j, *running;
+/* Every package must be one the installer would accept: a requirement to install, a name to remove. */
+static int check_packages(Language language, const char *kind, char **packages, sd_bus_error *reterr) {
+        int r;
 
-        if (language_from_string(language) < 0)
-                return sd_bus_error_setf(reterr, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown language '%s': expected " RUNTIME_LANGUAGE_NAMES,
-                                         language);
         for (char **p = packages; p && *p; p++) {
                 _cleanup_free_ char *why = NULL;
 
-                r = streq(kind, "remove")
-                            ? requirement_name_parse(language_from_string(language), *p, NULL, &why)
-                            : requirement_check(language_from_string(language), *p, &why);
+                r = streq(kind, "remove") ? requirement_name_parse(language, *p, NULL, &why)
+                                          : requirement_check(language, *p, &why);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
                         return sd_bus_error_setf(reterr, SD_BUS_ERROR_INVALID_ARGS, "Package refused: %s",
                                                  why ? why : strerror(-r));
         }
+        return 0;
+}
+
+static int job_new(Manager *m, const char *language, const char *kind, Job **ret) {
+        Job *j;
+
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        j->manager = m;
+        j->pipe_fd = -EBADF;
+        j->id = job_id_next(m);
+        j->kind = kind;
+        j->state = "running";
+        j->started_usec = now(CLOCK_MONOTONIC);
+        (void) snprintf(j->language, sizeof(j->language), "%s", language);
+        (void) snprintf(j->path, sizeof(j->path), JOB_PATH_PREFIX "/%" PRIu32, j->id);
+        /* The start time keeps unit names unique across manager restarts. */
+        (void) snprintf(j->unit, sizeof(j->unit), "difysandbox-deps-%s-%" PRIu64 "-%" PRIu32 ".service",
+                        language, now(CLOCK_REALTIME) / 1000000U, j->id);
+        *ret = j;
+        return 0;
+}
+
+/* Logged here with the unit's name; the caller gets systemd's own error from StartTransientUnit, or ours
+ * when the call did not get that far. */
+static int start_unit_failed(const Job *j, int r, sd_bus_error *reterr) {
+        if (sd_bus_error_is_set(reterr))
+                return log_error_errno(r, "Cannot start the installer unit %s: %s", j->unit,
+                                       reterr->message);
+        log_error_errno(r, "Cannot start the installer unit %s: %m", j->unit);
+        return manager_error_set_failedf(reterr, r, "Cannot start the installer unit: %m");
+}
+
+int job_start(Manager *m, const char *language, const char *kind, char **packages, const char **ret_path,
+              sd_bus_error *reterr) {
+        _cleanup_(strv_freep) char **argv = NULL;
+        _cleanup_free_ char *packages_dir = NULL;
+        _cleanup_close_ int read_fd = -EBADF, write_fd = -EBADF;
+        _cleanup_(job_freep) Job *j = NULL;
+        int fds[2], r;
+        Job *running;
+
+        if (language_from_string(language) < 0)
+                return sd_bus_error_setf(reterr, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown language '%s': expected " RUNTIME_LANGUAGE_NAMES,
+                                         language);
+        r = check_packages(language_from_string(language), kind, packages, reterr);
+        if (r < 0)
+                return r;
         running = job_find_language(m, language);
         if (running)
                 return sd_bus_error_setf(reterr, MANAGER_ERROR_JOB_RUNNING,
@@ -481,47 +593,26 @@ int job_start(Manager *m, const char *language, const char *kind, char **package
         if (fcntl(read_fd, F_SETFL, O_NONBLOCK) < 0)
                 return -errno;
 
-        j = calloc(1, sizeof(*j));
-        if (!j)
-                return -ENOMEM;
-        j->manager = m;
-        j->pipe_fd = -EBADF;
-        j->id = job_id_next(m);
-        j->kind = kind;
-        j->state = "running";
-        j->started_usec = now(CLOCK_MONOTONIC);
-        (void) snprintf(j->language, sizeof(j->language), "%s", language);
-        (void) snprintf(j->path, sizeof(j->path), JOB_PATH_PREFIX "/%" PRIu32, j->id);
-        /* The start time keeps unit names unique across manager restarts. */
-        (void) snprintf(j->unit, sizeof(j->unit), "difysandbox-deps-%s-%" PRIu64 "-%" PRIu32 ".service",
-                        language, now(CLOCK_REALTIME) / 1000000U, j->id);
-
+        r = job_new(m, language, kind, &j);
+        if (r < 0)
+                return r;
         r = start_unit(j, argv, packages_dir, write_fd, reterr);
-        if (r < 0) {
-                log_error_errno(r, "Cannot start the installer unit %s: %s", j->unit,
-                                sd_bus_error_is_set(reterr) ? reterr->message : strerror(-r));
-                job_free(j);
-                if (sd_bus_error_is_set(reterr))
-                        return r;
-                return sd_bus_error_setf(reterr, MANAGER_ERROR_FAILED, "Cannot start the installer unit: %s",
-                                         strerror(-r));
-        }
+        if (r < 0)
+                return start_unit_failed(j, r, reterr);
         write_fd = safe_close(write_fd); /* systemd holds the installer's end now */
 
         r = sd_event_add_io(m->event, &j->io, read_fd, EPOLLIN, on_output, j);
-        if (r < 0) {
-                job_free(j);
+        if (r < 0)
                 return r;
-        }
         j->pipe_fd = TAKE_FD(read_fd);
         j->next = m->jobs;
-        m->jobs = j;
+        m->jobs = j; /* before the signal: ObjectAdded reads the job's properties through m->jobs */
         (void) sd_bus_emit_object_added(m->bus, j->path);
         (void) sd_journal_send("MESSAGE=Dependency job %" PRIu32 " (%s %s) started in %s", j->id, kind,
                                language, j->unit, "PRIORITY=%i", LOG_INFO, "DIFYSANDBOX_JOB=%" PRIu32, j->id,
                                "DIFYSANDBOX_JOB_KIND=%s", kind, "LANGUAGE=%s", language, "UNIT_NAME=%s",
                                j->unit, NULL);
-        *ret_path = j->path;
+        *ret_path = TAKE_PTR(j)->path;
         return 0;
 }
 
@@ -557,9 +648,9 @@ static int job_find(sd_bus *bus, const char *path, const char *interface, void *
 
 static int job_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes,
                          sd_bus_error *error) {
+        _cleanup_(strv_freep) char **v = NULL;
         Manager *m = userdata;
         size_t n = 0;
-        char **v;
 
         for (Job *j = m->jobs; j; j = j->next)
                 n++;
@@ -567,12 +658,12 @@ static int job_enumerate(sd_bus *bus, const char *prefix, void *userdata, char *
         if (!v)
                 return -ENOMEM;
         n = 0;
-        for (Job *j = m->jobs; j; j = j->next)
-                if (!(v[n++] = strdup(j->path))) {
-                        strv_freep(&v);
+        for (Job *j = m->jobs; j; j = j->next) {
+                v[n] = strdup(j->path);
+                if (!v[n++])
                         return -ENOMEM;
-                }
-        *nodes = v;
+        }
+        *nodes = TAKE_PTR(v);
         return 0;
 }
 

@@ -4,13 +4,17 @@
  * behind the bus policy that already does, except RefreshDependencies, which the workers' user may call
  * too (check_root_or_worker()). */
 
+#include <assert.h>
 #include <errno.h>
 #include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/cleanup.h"
 #include "common/packages.h"
+#include "common/strv.h"
 #include "manager.h"
 #include "runtime/runtime.h"
 
@@ -22,12 +26,42 @@ static int check_language(const char *language, sd_bus_error *error) {
         return 0;
 }
 
+/* packages_list()'s array and its length, freed together (packages.c keeps a list of its own). */
+typedef struct Dependencies {
+        Package *items;
+        size_t n;
+} Dependencies;
+
+static void dependencies_done(Dependencies *l) {
+        l->items = packages_free(l->items, l->n);
+        l->n = 0;
+}
+
+static int append_dependencies(sd_bus_message *reply, const Dependencies *l, bool with_origin) {
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', with_origin ? "(sss)" : "(ss)");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < l->n; i++) {
+                const Package *p = &l->items[i];
+
+                if (with_origin)
+                        r = sd_bus_message_append(reply, "(sss)", p->name, p->version,
+                                                  package_origin_to_string(p->origin));
+                else
+                        r = sd_bus_message_append(reply, "(ss)", p->name, p->version);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
 /* ListDependencies (name, version) and ListDependenciesEx (name, version, origin): packages.h's list. */
 static int reply_dependencies(sd_bus_message *msg, Manager *m, bool with_origin, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(dependencies_done) Dependencies list = { 0 };
         _cleanup_free_ char *bad_path = NULL;
-        Package *list = NULL;
-        size_t n = 0;
         const char *language;
         int r;
 
@@ -37,23 +71,18 @@ static int reply_dependencies(sd_bus_message *msg, Manager *m, bool with_origin,
         r = check_language(language, error);
         if (r < 0)
                 return r;
-        r = packages_list(m->cfg.runtime_dir, language, &list, &n, &bad_path);
+        r = packages_list(m->cfg.runtime_dir, language, &list.items, &list.n, &bad_path);
         if (r == -ENOMEM)
                 return r;
+        if (r < 0 && bad_path)
+                return manager_error_set_failedf(error, r, "Cannot list the %s dependencies: %s: %m",
+                                                 language, bad_path);
         if (r < 0)
-                return sd_bus_error_setf(error, MANAGER_ERROR_FAILED,
-                                         "Cannot list the %s dependencies: %s%s%s", language,
-                                         bad_path ? bad_path : "", bad_path ? ": " : "", strerror(-r));
+                return manager_error_set_failedf(error, r, "Cannot list the %s dependencies: %m", language);
         r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', with_origin ? "(sss)" : "(ss)");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = with_origin ? sd_bus_message_append(reply, "(sss)", list[i].name, list[i].version,
-                                                        package_origin_to_string(list[i].origin))
-                                : sd_bus_message_append(reply, "(ss)", list[i].name, list[i].version);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        packages_free(list, n);
+        if (r < 0)
+                return r;
+        r = append_dependencies(reply, &list, with_origin);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -80,8 +109,8 @@ static int start_job(sd_bus_message *msg, Manager *m, const char *language, cons
 
 /* InstallDependencies and RemoveDependencies: a language and at least one package. */
 static int packages_job(sd_bus_message *msg, Manager *m, const char *kind, sd_bus_error *error) {
+        _cleanup_(strv_freep) char **packages = NULL;
         const char *language;
-        char **packages = NULL;
         int r;
 
         r = sd_bus_message_read(msg, "s", &language);
@@ -90,17 +119,11 @@ static int packages_job(sd_bus_message *msg, Manager *m, const char *kind, sd_bu
         r = sd_bus_message_read_strv(msg, &packages);
         if (r < 0)
                 return r;
-        if (!packages || !packages[0]) {
-                free(packages);
+        if (!packages || !packages[0])
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "No packages given: name at least one%s",
                                          streq(kind, "install") ? ", or use RefreshDependencies" : "");
-        }
-        r = start_job(msg, m, language, kind, packages, error);
-        for (char **p = packages; *p; p++)
-                free(*p);
-        free(packages);
-        return r;
+        return start_job(msg, m, language, kind, packages, error);
 }
 
 static int method_install_dependencies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -210,8 +233,8 @@ static int property_get_uid_pool(sd_bus *bus, const char *path, const char *inte
                 return sd_bus_message_append(reply, "u", m->cfg.uid_max - m->cfg.uid_min + 1);
         r = manager_uid_pool_free(m, &free_uids);
         if (r < 0)
-                return sd_bus_error_setf(error, MANAGER_ERROR_FAILED, "Cannot count the free UIDs in %s: %s",
-                                         m->cfg.state_dir, strerror(-r));
+                return manager_error_set_failedf(error, r, "Cannot count the free UIDs in %s: %m",
+                                                 m->cfg.state_dir);
         return sd_bus_message_append(reply, "u", free_uids);
 }
 
@@ -247,6 +270,21 @@ static const sd_bus_vtable manager_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_VTABLE_END,
 };
+
+int manager_error_set_failedf(sd_bus_error *reterr, int error, const char *format, ...) {
+        _cleanup_free_ char *message = NULL;
+        va_list ap;
+        int r;
+
+        assert(error < 0);
+        va_start(ap, format);
+        errno = -error; /* what %m prints */
+        r = vasprintf(&message, format, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        return sd_bus_error_set(reterr, MANAGER_ERROR_FAILED, message);
+}
 
 int manager_emit_dependencies_changed(Manager *m, const char *language, uint64_t generation) {
         return sd_bus_emit_signal(m->bus, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, "DependenciesChanged",

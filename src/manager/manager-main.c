@@ -61,10 +61,13 @@ static int event_setup(Manager *m) {
         r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the event loop: %m");
-        if (sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL) < 0 ||
-            sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL) < 0 ||
-            sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m) < 0)
-                return log_error_errno(-EIO, "Cannot watch signals");
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch signals: %m");
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
                 log_warning_errno(r, "Cannot set up the watchdog: %m");

@@ -45,6 +45,12 @@ typedef struct Manager {
 
 /* manager-bus.c */
 int manager_bus_register(Manager *m);
+/* Sets MANAGER_ERROR_FAILED, the name the interface documents for what the manager could not do, with a
+ * message in which %m says error (a negative errno), as sd_bus_error_set_errnof() formats it; that one
+ * would name the error after the errno, and a server-side EACCES or EINVAL would read as the caller's
+ * mistake (AccessDenied, InvalidArgs). Returns a negative errno, for the method handler to return. */
+int manager_error_set_failedf(sd_bus_error *reterr, int error, const char *format, ...)
+        __attribute__((format(printf, 3, 4)));
 int manager_emit_dependencies_changed(Manager *m, const char *language, uint64_t generation);
 
 /* config-publish.c: where the workers find the configuration the manager accepted. */

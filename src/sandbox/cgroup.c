@@ -367,10 +367,6 @@ static int run_path(const CgroupLayout *layout, Hierarchy h, uid_t uid, char **r
                                                                                                     : 0;
 }
 
-int cgroup_layout_run_path(const CgroupLayout *layout, uid_t uid, char **ret) {
-        return run_path(layout, HIERARCHY_MEMORY, uid, ret);
-}
-
 static void sleep_usec(long usec) {
         struct timespec ts = { .tv_sec = usec / 1000000, .tv_nsec = (usec % 1000000) * 1000 };
         (void) nanosleep(&ts, NULL); /* a shorter sleep only means one more try */

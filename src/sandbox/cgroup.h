@@ -31,8 +31,6 @@ typedef struct RunCgroup RunCgroup;
 int cgroup_layout_detect(const char *instance, CgroupLayout **ret);
 CgroupLayout *cgroup_layout_free(CgroupLayout *layout);
 bool cgroup_layout_is_v2(const CgroupLayout *layout);
-/* The run cgroup's directory in the memory hierarchy (v1) or the unified one (v2), for tests. */
-int cgroup_layout_run_path(const CgroupLayout *layout, uid_t uid, char **ret);
 
 /* The UIDs that have a run cgroup of this instance now (in the memory or unified hierarchy). *ret is
  * malloc()ed. */

@@ -475,7 +475,7 @@ static int run_id_make(char id[static RUN_ID_LEN + 1]) {
 /* Puts pid into the run's scope (systemd) or cgroup (standalone). */
 static int attach(Sandbox *sb, RunCgroup *cg, const char *id, pid_t pid, const CgroupLimits *limits,
                   RunFailure *reterr) {
-        _cleanup_free_ char *unit = NULL, *description = NULL;
+        _cleanup_free_ char *unit = NULL, *description = NULL, *why = NULL;
         int r;
 
         if (cg) {
@@ -485,8 +485,9 @@ static int attach(Sandbox *sb, RunCgroup *cg, const char *id, pid_t pid, const C
         if (asprintf(&unit, "difysandbox-run-%s.scope", id) < 0 ||
             asprintf(&description, "difysandbox run of instance %s", instance_get_id(sb->instance)) < 0)
                 return fail(reterr, RUN_STEP_SCOPE, -ENOMEM, NULL);
-        r = scope_start(sb->scopes, unit, description, RUNS_SLICE, pid, limits, SCOPE_JOB_TIMEOUT_USEC);
-        return r < 0 ? fail(reterr, RUN_STEP_SCOPE, r, unit) : 0;
+        r = scope_start(sb->scopes, unit, description, RUNS_SLICE, pid, limits, SCOPE_JOB_TIMEOUT_USEC,
+                        &why);
+        return r < 0 ? fail(reterr, RUN_STEP_SCOPE, r, why ? why : unit) : 0;
 }
 
 /* The OOM counter of the run's scope (cgroup_open_oom_counter()), or a negative errno. */

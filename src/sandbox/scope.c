@@ -3,6 +3,7 @@
 #include "scope.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -85,7 +86,7 @@ static int append_properties(sd_bus_message *m, const char *description, const c
 }
 
 int scope_start(ScopeManager *m, const char *unit, const char *description, const char *slice, pid_t pid,
-                const CgroupLimits *limits, uint64_t timeout_usec) {
+                const CgroupLimits *limits, uint64_t timeout_usec, char **reterr_detail) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -116,8 +117,13 @@ int scope_start(ScopeManager *m, const char *unit, const char *description, cons
                 return r;
 
         r = sd_bus_call(m->bus, call, timeout_usec, &error, &reply);
-        if (r < 0)
+        if (r < 0) {
+                /* systemd says why (a masked slice, a unit that exists): the errno alone would not */
+                if (sd_bus_error_is_set(&error) &&
+                    asprintf(reterr_detail, "%s: %s", unit, error.message ? error.message : error.name) < 0)
+                        *reterr_detail = NULL;
                 return r;
+        }
         r = sd_bus_message_read(reply, "o", &job);
         if (r < 0)
                 return r;

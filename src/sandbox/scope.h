@@ -20,6 +20,7 @@ ScopeManager *scope_manager_free(ScopeManager *m);
  * once systemd reports the job done. description names the instance (instance.h) that made it, so that
  * `systemctl status` tells neighbours' runs apart (the run id in the name is random, so names never
  * collide). On failure the job's result is in the error: -EIO for a job that did not end "done",
- * -ETIMEDOUT after timeout_usec. */
+ * -ETIMEDOUT after timeout_usec. When systemd refuses StartTransientUnit, *reterr_detail is
+ * "<unit>: <systemd's message>", malloc()ed (NULL if even that failed); otherwise it is left alone. */
 int scope_start(ScopeManager *m, const char *unit, const char *description, const char *slice, pid_t pid,
-                const CgroupLimits *limits, uint64_t timeout_usec);
+                const CgroupLimits *limits, uint64_t timeout_usec, char **reterr_detail);

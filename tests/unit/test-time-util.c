@@ -13,10 +13,10 @@
 
 static void test_units(void **state) {
         assert_int_equal(USEC_PER_SEC, 1000000);
-        assert_int_equal(USEC_PER_MSEC * MSEC_PER_SEC, USEC_PER_SEC);
+        assert_int_equal(USEC_PER_MSEC * 1000, USEC_PER_SEC);
         assert_int_equal(USEC_PER_MINUTE, 60 * USEC_PER_SEC);
         assert_int_equal(USEC_PER_HOUR, 3600 * USEC_PER_SEC);
-        assert_int_equal(NSEC_PER_USEC * USEC_PER_SEC, NSEC_PER_SEC);
+        assert_int_equal(NSEC_PER_USEC * USEC_PER_SEC, 1000000000);
 }
 
 static void test_timespec_round_trip(void **state) {

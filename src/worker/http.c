@@ -176,6 +176,12 @@ static const char *termination_to_string(enum MHD_RequestTerminationCode toe) {
         return "unknown";
 }
 
+static usec_t process_start_usec; /* 0: not noted */
+
+void http_note_process_start(void) {
+        process_start_usec = now(CLOCK_MONOTONIC);
+}
+
 /* The request's journal record: typed fields an operator can query, never code or output (only their
  * sizes). Without journald, one line on stderr with the same facts. */
 static void request_log(const Http *h, const Request *rq, unsigned status,
@@ -195,11 +201,12 @@ static void request_log(const Http *h, const Request *rq, unsigned status,
                                 "REQUEST=%u", rq->number, "TERMINATION=%s", term, "DIFYSANDBOX_RUN_ID=%s",
                                 f->run_id, "LANGUAGE=%s", f->language, "RESULT=%s", f->result,
                                 "EXIT_CODE=%i", f->exit_code, "RUN_DURATION_USEC=%" PRIu64, f->run_usec,
-                                "REQUEST_START_USEC=%" PRIu64, rq->start_usec, "CPU_USEC=%" PRIu64,
-                                f->cpu_usec, "MEMORY_PEAK=%" PRIu64, f->memory_peak, "UID=%" PRIu32, f->uid,
-                                "QUEUED_USEC=%" PRIu64, f->queued_usec, "WORKER_SLOT=%u", f->worker_slot,
-                                "CODE_BYTES=%zu", f->code_bytes, "STDOUT_BYTES=%zu", f->stdout_bytes,
-                                "STDERR_BYTES=%zu", f->stderr_bytes, NULL);
+                                "REQUEST_START_USEC=%" PRIu64, rq->start_usec, "PROCESS_START_USEC=%" PRIu64,
+                                process_start_usec, "CPU_USEC=%" PRIu64, f->cpu_usec, "MEMORY_PEAK=%" PRIu64,
+                                f->memory_peak, "UID=%" PRIu32, f->uid, "QUEUED_USEC=%" PRIu64,
+                                f->queued_usec, "WORKER_SLOT=%u", f->worker_slot, "CODE_BYTES=%zu",
+                                f->code_bytes, "STDOUT_BYTES=%zu", f->stdout_bytes, "STDERR_BYTES=%zu",
+                                f->stderr_bytes, NULL);
                 else
                         (void) sd_journal_send("MESSAGE=%s %s: %u, code %i", rq->method, route, status,
                                                f->code, "MESSAGE_ID=" MESSAGE_REQUEST_FINISHED_STR,

@@ -21,3 +21,8 @@ typedef struct RunnerClient RunnerClient;
  * request on this connection asks the runner for it and uses it. */
 int http_serve_connection(const Config *cfg, uint64_t config_generation, bool reloadable,
                           RunnerClient *runner, int fd);
+
+/* When this connection's process began (CLOCK_MONOTONIC): difysandbox-worker's main(), serve's fork.
+ * Each run's record carries it as PROCESS_START_USEC, so that a new connection's time splits into the
+ * process's start and its setup before the first byte (docs/performance.md). */
+void http_note_process_start(void);

@@ -300,6 +300,7 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
         _cleanup_(runner_client_freep) RunnerClient *runner = NULL;
         int r;
 
+        http_note_process_start();
         (void) safe_close(fds->listen_fd);
         (void) safe_close(fds->signal_fd);
         (void) safe_close(fds->handoff_fd);

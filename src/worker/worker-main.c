@@ -134,6 +134,7 @@ int main(int argc, char **argv) {
         Config cfg;
         int c, fd = -EBADF, r;
 
+        http_note_process_start();
         /* A runner that goes away mid-request is EPIPE, not the end of us. */
         (void) signal(SIGPIPE, SIG_IGN);
 

@@ -230,43 +230,66 @@ static int argv_dup(const char *const *head, size_t n, char **tail, char ***ret)
         return 0;
 }
 
+/* The package tool's part of the installer's command line: the requirements file it keeps, the tool,
+ * and the index it fetches from. *npm_path is freed by the caller. */
+static int installer_tool_args(const Config *cfg, const Runtime *rt, const char **args, size_t *n,
+                               char **npm_path) {
+        const char *slash;
+
+        switch (rt->package_tool) {
+        case PACKAGE_TOOL_PIP:
+                args[(*n)++] = "--requirements";
+                args[(*n)++] = cfg->python_requirements;
+                args[(*n)++] = "--python";
+                args[(*n)++] = runtime_interpreter(rt, cfg);
+                if (cfg->python_pip_mirror_url[0]) {
+                        args[(*n)++] = "--index-url";
+                        args[(*n)++] = cfg->python_pip_mirror_url;
+                }
+                return 0;
+        case PACKAGE_TOOL_NPM:
+                /* npm lives beside node, as Debian and NodeSource install them */
+                slash = strrchr(runtime_interpreter(rt, cfg), '/');
+                if (asprintf(npm_path, "%.*s/npm", (int) (slash - runtime_interpreter(rt, cfg)),
+                             runtime_interpreter(rt, cfg)) < 0) {
+                        *npm_path = NULL;
+                        return -ENOMEM;
+                }
+                args[(*n)++] = "--requirements";
+                args[(*n)++] = cfg->nodejs_packages;
+                args[(*n)++] = "--npm";
+                args[(*n)++] = *npm_path;
+                if (cfg->npm_registry[0]) {
+                        args[(*n)++] = "--registry";
+                        args[(*n)++] = cfg->npm_registry;
+                }
+                return 0;
+        case _PACKAGE_TOOL_MAX:
+                break;
+        }
+        return -EINVAL;
+}
+
 /* The installer's command line: everything it needs comes from here, never from the configuration
  * file, which holds the API key and is not the installer user's to read. */
 static int installer_argv(const Config *cfg, const char *language, const char *packages_dir, bool remove,
                           char **packages, char ***ret) {
         _cleanup_free_ char *npm = NULL;
         const char *args[16]; /* at most 13: 5 common, 6 of the language, --remove and -- */
+        const Runtime *rt = runtime_get(language_from_string(language));
         size_t n = 0;
+        int r;
 
+        if (!rt)
+                return -EINVAL; /* job_start() refused it already */
         args[n++] = INSTALLER_PATH;
         args[n++] = "--language";
-        args[n++] = language;
+        args[n++] = rt->name;
         args[n++] = "--packages-dir";
         args[n++] = packages_dir;
-        if (streq(language, "python3")) {
-                args[n++] = "--requirements";
-                args[n++] = cfg->python_requirements;
-                args[n++] = "--python";
-                args[n++] = cfg->python_path;
-                if (cfg->python_pip_mirror_url[0]) {
-                        args[n++] = "--index-url";
-                        args[n++] = cfg->python_pip_mirror_url;
-                }
-        } else {
-                const char *slash = strrchr(cfg->nodejs_path, '/');
-
-                /* npm lives beside node, as Debian and NodeSource install them */
-                if (asprintf(&npm, "%.*s/npm", (int) (slash - cfg->nodejs_path), cfg->nodejs_path) < 0)
-                        return -ENOMEM;
-                args[n++] = "--requirements";
-                args[n++] = cfg->nodejs_packages;
-                args[n++] = "--npm";
-                args[n++] = npm;
-                if (cfg->npm_registry[0]) {
-                        args[n++] = "--registry";
-                        args[n++] = cfg->npm_registry;
-                }
-        }
+        r = installer_tool_args(cfg, rt, args, &n, &npm);
+        if (r < 0)
+                return r;
         if (remove)
                 args[n++] = "--remove";
         args[n++] = "--";

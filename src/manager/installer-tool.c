@@ -246,17 +246,14 @@ static int tool_stop(pid_t pid, int pidfd, bool term, int *ret_status) {
         return 0;
 }
 
-static int run_tool(Installer *inst, char **argv, char **envp, size_t n_packages, char **reterr) {
-        _cleanup_(tool_output_done) ToolOutput out = { .n_packages = n_packages };
-        _cleanup_close_ int pipe_r = -EBADF, pipe_w = -EBADF, pidfd = -EBADF;
-        const char *tool = runtime_get(inst->language)->package_tool_name;
-        bool eof = false, exited = false;
-        int fds[2], status, r;
+/* Starts the tool in a process group of its own, its output on a pipe; returns the pipe's read end,
+ * its pid and a pidfd (-EBADF where Linux < 5.3 has none: then the end of output ends the wait). */
+static int tool_spawn(Installer *inst, char **argv, char **envp, int *ret_pipe, pid_t *ret_pid,
+                      int *ret_pidfd, char **reterr) {
+        _cleanup_close_ int pipe_r = -EBADF, pipe_w = -EBADF;
+        int fds[2], pidfd;
         pid_t pid;
 
-        out.line = malloc(TOOL_LINE_MAX + 1);
-        if (!out.line)
-                return -ENOMEM;
         if (pipe2(fds, O_CLOEXEC) < 0)
                 return failf(reterr, -errno, "cannot make a pipe: %m");
         pipe_r = fds[0];
@@ -276,6 +273,33 @@ static int run_tool(Installer *inst, char **argv, char **envp, size_t n_packages
         if (pidfd < 0)
                 pidfd = -EBADF;
 
+        *ret_pipe = TAKE_FD(pipe_r);
+        *ret_pid = pid;
+        *ret_pidfd = pidfd;
+        return 0;
+}
+
+/* A signal to the installer stops the tool: it is told, and keeps the tool's last words. */
+static int tool_interrupted(Installer *inst, ToolOutput *out, const char *tool, pid_t pid, int pidfd,
+                            int pipe_r, char **reterr) {
+        struct signalfd_siginfo si;
+        int status;
+
+        if (read(inst->signal_fd, &si, sizeof(si)) != sizeof(si))
+                si.ssi_signo = SIGTERM;
+        printf("stopping %s: received SIG%s\n", tool, sigabbrev_np((int) si.ssi_signo) ?: "?");
+        (void) tool_stop(pid, pidfd, true, &status);
+        (void) tool_read(inst, out, pipe_r); /* its last words */
+        return failf(reterr, -EINTR, "interrupted by SIG%s", sigabbrev_np((int) si.ssi_signo) ?: "?");
+}
+
+/* Relays the tool's output until it exits (or, without a pidfd, until its output ends). On failure the
+ * tool is stopped. */
+static int tool_follow(Installer *inst, ToolOutput *out, const char *tool, pid_t pid, int pidfd, int pipe_r,
+                       char **reterr) {
+        bool eof = false, exited = false;
+        int status, r;
+
         while (!exited && !(eof && pidfd < 0)) {
                 struct pollfd p[3] = {
                         { .fd = eof ? -1 : pipe_r, .events = POLLIN },
@@ -290,20 +314,10 @@ static int run_tool(Installer *inst, char **argv, char **envp, size_t n_packages
                         (void) tool_stop(pid, pidfd, true, &status);
                         return failf(reterr, r, "cannot wait for %s: %m", tool);
                 }
-                if (p[1].revents & POLLIN) {
-                        struct signalfd_siginfo si;
-
-                        if (read(inst->signal_fd, &si, sizeof(si)) != sizeof(si))
-                                si.ssi_signo = SIGTERM;
-                        printf("stopping %s: received SIG%s\n", tool,
-                               sigabbrev_np((int) si.ssi_signo) ?: "?");
-                        (void) tool_stop(pid, pidfd, true, &status);
-                        (void) tool_read(inst, &out, pipe_r); /* its last words */
-                        return failf(reterr, -EINTR, "interrupted by SIG%s",
-                                     sigabbrev_np((int) si.ssi_signo) ?: "?");
-                }
+                if (p[1].revents & POLLIN)
+                        return tool_interrupted(inst, out, tool, pid, pidfd, pipe_r, reterr);
                 if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-                        r = tool_read(inst, &out, pipe_r);
+                        r = tool_read(inst, out, pipe_r);
                         if (r < 0) {
                                 (void) tool_stop(pid, pidfd, true, &status);
                                 return failf(reterr, r, "cannot read the output of %s: %m", tool);
@@ -315,7 +329,36 @@ static int run_tool(Installer *inst, char **argv, char **envp, size_t n_packages
                         exited = true;
         }
         if (!eof) /* it exited: what it wrote is in the pipe, unless a leftover of its group holds it */
-                (void) tool_read(inst, &out, pipe_r);
+                (void) tool_read(inst, out, pipe_r);
+        return 0;
+}
+
+static int tool_verdict(const char *tool, int status, const ToolOutput *out, char **reterr) {
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                return 0;
+        if (WIFEXITED(status))
+                return failf(reterr, -EPROTO, "%s failed with exit status %d: %s", tool, WEXITSTATUS(status),
+                             out->error ?: out->last_line ?: "no output");
+        return failf(reterr, -EPROTO, "%s was killed by SIG%s: %s", tool, sigabbrev_np(WTERMSIG(status)) ?: "?",
+                     out->error ?: out->last_line ?: "no output");
+}
+
+static int run_tool(Installer *inst, char **argv, char **envp, size_t n_packages, char **reterr) {
+        _cleanup_(tool_output_done) ToolOutput out = { .n_packages = n_packages };
+        _cleanup_close_ int pipe_r = -EBADF, pidfd = -EBADF;
+        const char *tool = runtime_get(inst->language)->package_tool_name;
+        int status, r;
+        pid_t pid = 0;
+
+        out.line = malloc(TOOL_LINE_MAX + 1);
+        if (!out.line)
+                return -ENOMEM;
+        r = tool_spawn(inst, argv, envp, &pipe_r, &pid, &pidfd, reterr);
+        if (r < 0)
+                return r;
+        r = tool_follow(inst, &out, tool, pid, pidfd, pipe_r, reterr);
+        if (r < 0)
+                return r;
         r = tool_stop(pid, pidfd, false, &status);
         if (r < 0)
                 return failf(reterr, r, "cannot wait for %s: %m", tool);
@@ -324,14 +367,7 @@ static int run_tool(Installer *inst, char **argv, char **envp, size_t n_packages
                 if (r < 0)
                         return r;
         }
-
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-                return 0;
-        if (WIFEXITED(status))
-                return failf(reterr, -EPROTO, "%s failed with exit status %d: %s", tool, WEXITSTATUS(status),
-                             out.error ?: out.last_line ?: "no output");
-        return failf(reterr, -EPROTO, "%s was killed by SIG%s: %s", tool,
-                     sigabbrev_np(WTERMSIG(status)) ?: "?", out.error ?: out.last_line ?: "no output");
+        return tool_verdict(tool, status, &out, reterr);
 }
 
 /* Appends "NAME=value" to env for each proxy variable the installer was given. */

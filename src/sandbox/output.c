@@ -74,13 +74,22 @@ static int ensure_string(OutputBuffer *buf) {
         return 0;
 }
 
-int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, uint64_t deadline_usec,
-                OutputReport *ret) {
+/* The state of one pump: the poll set, the report being filled, how far the code got, and whether the
+ * run has exited or been killed. */
+typedef struct Pump {
+        OutputFds *fds;
         struct pollfd p[_SLOT_MAX];
-        OutputReport rep = { 0 };
-        size_t code_off = 0;
-        bool exited = false, killed = false;
-        uint64_t exit_usec = 0, clock_offset_usec = 0;
+        OutputReport rep;
+        const char *code;
+        size_t code_len, code_off, cap;
+        uint64_t deadline_usec;
+        bool exited, killed;
+        uint64_t exit_usec, clock_offset_usec;
+} Pump;
+
+static int pump_init(Pump *s) {
+        OutputFds *fds = s->fds;
+        struct pollfd *p = s->p;
         int r = 0;
 
         for (int i = 0; i < _SLOT_MAX; i++)
@@ -95,133 +104,194 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
                 p[SLOT_EVENTS] = (struct pollfd){ .fd = fds->events_fd, .events = POLLPRI };
         if (fcntl(fds->code_fd, F_SETFL, O_NONBLOCK) < 0)
                 r = -errno;
-        if (code_len == 0)
+        if (s->code_len == 0)
                 p[SLOT_CODE].fd = safe_close(p[SLOT_CODE].fd);
+        return r;
+}
 
+/* Whether the pump is over: the run has exited and its pipes are drained, or their grace has passed. */
+static bool pump_done(const Pump *s, uint64_t now_usec) {
+        bool open_pipes = false;
+
+        for (int i = SLOT_CODE; i < SLOT_EVENTS; i++)
+                if (i != SLOT_CODE && s->p[i].fd >= 0)
+                        open_pipes = true;
+        if (s->exited && !open_pipes)
+                return true;
+        if (s->exited && now_usec >= s->exit_usec + DRAIN_GRACE_USEC)
+                return true;
+        return false;
+}
+
+static void pump_kill(Pump *s) {
+        s->killed = true;
+        kill_run(s->fds->pidfd);
+}
+
+/* Kills the run at its deadline, unless it has exited already: then its exit wins (has_exited()). */
+static void pump_enforce_deadline(Pump *s, uint64_t now_usec) {
+        if (!s->killed && !s->exited && now_usec >= s->deadline_usec && !has_exited(s->fds->pidfd)) {
+                s->rep.timed_out = true;
+                pump_kill(s);
+        }
+}
+
+static int pump_poll_timeout_ms(const Pump *s, uint64_t now_usec) {
+        if (s->exited)
+                return (int) ((s->exit_usec + DRAIN_GRACE_USEC - now_usec) / 1000) + 1;
+        if (s->killed)
+                return -1;
+        if (now_usec >= s->deadline_usec)
+                return 0; /* it has exited (has_exited()): the poll below sees it */
+        return (int) ((s->deadline_usec - now_usec + 999) / 1000);
+}
+
+static void pump_events_and_exit(Pump *s) {
+        struct pollfd *p = s->p;
+
+        if (p[SLOT_EVENTS].fd >= 0 && (p[SLOT_PID].revents || p[SLOT_EVENTS].revents) &&
+            !s->fds->on_events(p[SLOT_EVENTS].fd, s->fds->userdata))
+                p[SLOT_EVENTS].fd = -1;
+        if (p[SLOT_PID].revents) {
+                p[SLOT_EVENTS].fd = -1; /* read once more at the exit, above: that is the last */
+                s->exited = true;
+                s->exit_usec = s->rep.exit_usec = now(CLOCK_MONOTONIC);
+                p[SLOT_PID].fd = -1;      /* owned by the caller */
+                if (p[SLOT_CODE].fd >= 0) /* nobody will read the rest */
+                        p[SLOT_CODE].fd = safe_close(p[SLOT_CODE].fd);
+        }
+}
+
+static void pump_write_code(Pump *s) {
+        struct pollfd *c = &s->p[SLOT_CODE];
+
+        if (c->fd < 0 || !c->revents)
+                return;
+        ssize_t n = write(c->fd, s->code + s->code_off, s->code_len - s->code_off);
+        if (n > 0)
+                s->code_off += (size_t) n;
+        if ((n < 0 && errno != EAGAIN && errno != EINTR) || s->code_off == s->code_len)
+                c->fd = safe_close(c->fd); /* EPIPE: it died */
+}
+
+static void pump_read_status(Pump *s) {
+        struct pollfd *st = &s->p[SLOT_STATUS];
+        OutputReport *rep = &s->rep;
+        ChildReport f;
+
+        if (st->fd < 0 || !st->revents)
+                return;
+        ssize_t n = read(st->fd, &f, sizeof(f));
+        if (n == (ssize_t) sizeof(f) && f.kind == CHILD_REPORT_FAILURE) {
+                rep->setup_failed = true;
+                rep->failed_step = f.step;
+                rep->failed_error = f.error;
+        } else if (n == (ssize_t) sizeof(f) && f.kind == CHILD_REPORT_TIMING) {
+                rep->child_root_usec = f.root_done_usec;
+                rep->child_sync_usec = f.sync_done_usec;
+                rep->child_creds_usec = f.creds_done_usec;
+                s->clock_offset_usec = f.monotonic_offset_usec;
+        } else if (n == 0 && !rep->setup_failed)
+                rep->exec_usec = now(CLOCK_MONOTONIC);
+        /* A report is written in one piece (< PIPE_BUF): only EOF or an error ends it. */
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                st->fd = safe_close(st->fd);
+}
+
+static void pump_read_ack(Pump *s) {
+        struct pollfd *a = &s->p[SLOT_ACK];
+        EnterAck ack;
+
+        if (a->fd < 0 || !a->revents)
+                return;
+        ssize_t n = read(a->fd, &ack, sizeof(ack));
+        if (n == (ssize_t) sizeof(ack) && ack.tag == ENTER_ACK) {
+                s->rep.acked = true;
+                /* The run's clock lags ours by the offset. The status pipe is read first: its report
+                 * was written before execve(), so before the ack. */
+                s->rep.ack_usec = ack.usec + s->clock_offset_usec;
+        }
+        if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+                a->fd = safe_close(a->fd); /* one ack, then EOF */
+}
+
+/* Collects stdout and stderr; output over the cap ends the run. Returns -errno on error, else 0. */
+static int pump_read_output(Pump *s) {
+        OutputReport *rep = &s->rep;
+
+        for (int i = SLOT_STDOUT; i <= SLOT_STDERR; i++) {
+                OutputBuffer *buf = i == SLOT_STDOUT ? &rep->out : &rep->err;
+                int k;
+
+                if (s->p[i].fd < 0 || !s->p[i].revents)
+                        continue;
+                k = collect(s->p[i].fd, buf, s->cap);
+                if (rep->first_output_usec == 0 && buf->len > 0)
+                        rep->first_output_usec = now(CLOCK_MONOTONIC);
+                if (k < 0)
+                        return k;
+                if (k == 0)
+                        s->p[i].fd = safe_close(s->p[i].fd);
+                if (buf->truncated && !s->killed) {
+                        /* Marked, not silent: the run ends here and says why. */
+                        rep->output_truncated = true;
+                        pump_kill(s);
+                }
+        }
+        return 0;
+}
+
+/* One round: the deadline, one poll, then every fd that is ready, in this order (the status pipe
+ * before the ack). Returns 1 to go on, 0 when done, -errno on error. */
+static int pump_step(Pump *s) {
+        uint64_t now_usec = now(CLOCK_MONOTONIC);
+
+        if (pump_done(s, now_usec))
+                return 0;
+        pump_enforce_deadline(s, now_usec);
+        if (poll(s->p, _SLOT_MAX, pump_poll_timeout_ms(s, now_usec)) < 0)
+                return errno == EINTR ? 1 : -errno;
+
+        pump_events_and_exit(s);
+        pump_write_code(s);
+        pump_read_status(s);
+        pump_read_ack(s);
+        int r = pump_read_output(s);
+        return r < 0 ? r : 1;
+}
+
+int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, uint64_t deadline_usec,
+                OutputReport *ret) {
+        Pump s = {
+                .fds = fds,
+                .code = code,
+                .code_len = code_len,
+                .cap = cap,
+                .deadline_usec = deadline_usec,
+        };
+        int r;
+
+        r = pump_init(&s);
         while (r >= 0) {
-                uint64_t now_usec = now(CLOCK_MONOTONIC);
-                int timeout_ms;
-                bool open_pipes = false;
-
-                for (int i = SLOT_CODE; i < SLOT_EVENTS; i++)
-                        if (i != SLOT_CODE && p[i].fd >= 0)
-                                open_pipes = true;
-                if (exited && !open_pipes)
+                r = pump_step(&s);
+                if (r == 0)
                         break;
-                if (exited && now_usec >= exit_usec + DRAIN_GRACE_USEC)
-                        break;
-
-                if (!killed && !exited && now_usec >= deadline_usec && !has_exited(fds->pidfd)) {
-                        rep.timed_out = true;
-                        killed = true;
-                        kill_run(fds->pidfd);
-                }
-                if (exited)
-                        timeout_ms = (int) ((exit_usec + DRAIN_GRACE_USEC - now_usec) / 1000) + 1;
-                else if (killed)
-                        timeout_ms = -1;
-                else if (now_usec >= deadline_usec)
-                        timeout_ms = 0; /* it has exited (has_exited()): the poll below sees it */
-                else
-                        timeout_ms = (int) ((deadline_usec - now_usec + 999) / 1000);
-
-                if (poll(p, _SLOT_MAX, timeout_ms) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        r = -errno;
-                        break;
-                }
-
-                if (p[SLOT_EVENTS].fd >= 0 && (p[SLOT_PID].revents || p[SLOT_EVENTS].revents) &&
-                    !fds->on_events(p[SLOT_EVENTS].fd, fds->userdata))
-                        p[SLOT_EVENTS].fd = -1;
-                if (p[SLOT_PID].revents) {
-                        p[SLOT_EVENTS].fd = -1; /* read once more at the exit, above: that is the last */
-                        exited = true;
-                        exit_usec = rep.exit_usec = now(CLOCK_MONOTONIC);
-                        p[SLOT_PID].fd = -1;      /* owned by the caller */
-                        if (p[SLOT_CODE].fd >= 0) /* nobody will read the rest */
-                                p[SLOT_CODE].fd = safe_close(p[SLOT_CODE].fd);
-                }
-
-                if (p[SLOT_CODE].fd >= 0 && p[SLOT_CODE].revents) {
-                        ssize_t n = write(p[SLOT_CODE].fd, code + code_off, code_len - code_off);
-                        if (n > 0)
-                                code_off += (size_t) n;
-                        if ((n < 0 && errno != EAGAIN && errno != EINTR) || code_off == code_len)
-                                p[SLOT_CODE].fd = safe_close(p[SLOT_CODE].fd); /* EPIPE: it died */
-                }
-
-                if (p[SLOT_STATUS].fd >= 0 && p[SLOT_STATUS].revents) {
-                        ChildReport f;
-                        ssize_t n = read(p[SLOT_STATUS].fd, &f, sizeof(f));
-                        if (n == (ssize_t) sizeof(f) && f.kind == CHILD_REPORT_FAILURE) {
-                                rep.setup_failed = true;
-                                rep.failed_step = f.step;
-                                rep.failed_error = f.error;
-                        } else if (n == (ssize_t) sizeof(f) && f.kind == CHILD_REPORT_TIMING) {
-                                rep.child_root_usec = f.root_done_usec;
-                                rep.child_sync_usec = f.sync_done_usec;
-                                rep.child_creds_usec = f.creds_done_usec;
-                                clock_offset_usec = f.monotonic_offset_usec;
-                        } else if (n == 0 && !rep.setup_failed)
-                                rep.exec_usec = now(CLOCK_MONOTONIC);
-                        /* A report is written in one piece (< PIPE_BUF): only EOF or an error ends it. */
-                        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-                                p[SLOT_STATUS].fd = safe_close(p[SLOT_STATUS].fd);
-                }
-
-                if (p[SLOT_ACK].fd >= 0 && p[SLOT_ACK].revents) {
-                        EnterAck ack;
-                        ssize_t n = read(p[SLOT_ACK].fd, &ack, sizeof(ack));
-                        if (n == (ssize_t) sizeof(ack) && ack.tag == ENTER_ACK) {
-                                rep.acked = true;
-                                /* The run's clock lags ours by the offset. The status pipe is read
-                                 * first: its report was written before execve(), so before the ack. */
-                                rep.ack_usec = ack.usec + clock_offset_usec;
-                        }
-                        if (n >= 0 || (errno != EAGAIN && errno != EINTR))
-                                p[SLOT_ACK].fd = safe_close(p[SLOT_ACK].fd); /* one ack, then EOF */
-                }
-
-                for (int i = SLOT_STDOUT; i <= SLOT_STDERR; i++) {
-                        OutputBuffer *buf = i == SLOT_STDOUT ? &rep.out : &rep.err;
-                        int k;
-
-                        if (p[i].fd < 0 || !p[i].revents)
-                                continue;
-                        k = collect(p[i].fd, buf, cap);
-                        if (rep.first_output_usec == 0 && buf->len > 0)
-                                rep.first_output_usec = now(CLOCK_MONOTONIC);
-                        if (k < 0) {
-                                r = k;
-                                break;
-                        }
-                        if (k == 0)
-                                p[i].fd = safe_close(p[i].fd);
-                        if (buf->truncated && !killed) {
-                                /* Marked, not silent: the run ends here and says why. */
-                                rep.output_truncated = true;
-                                killed = true;
-                                kill_run(fds->pidfd);
-                        }
-                }
         }
 
         for (int i = SLOT_CODE; i < SLOT_EVENTS; i++)
-                (void) safe_close(p[i].fd);
+                (void) safe_close(s.p[i].fd);
         fds->code_fd = fds->status_fd = fds->ack_fd = fds->stdout_fd = fds->stderr_fd = -EBADF;
 
         if (r >= 0)
-                r = ensure_string(&rep.out);
+                r = ensure_string(&s.rep.out);
         if (r >= 0)
-                r = ensure_string(&rep.err);
+                r = ensure_string(&s.rep.err);
         if (r < 0) {
                 kill_run(fds->pidfd);
-                output_report_done(&rep);
+                output_report_done(&s.rep);
                 return r;
         }
-        *ret = rep;
+        *ret = s.rep;
         return 0;
 }
 

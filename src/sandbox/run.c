@@ -865,34 +865,24 @@ static bool oom_watch_read(int fd, void *userdata) {
         return w->last_ok;
 }
 
-static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_len, uint64_t timeout_usec,
-                   bool warm, RunOutput *ret, RunFailure *reterr) {
-        const Config *cfg = sb->cfg;
-        _cleanup_(prepared_run_freep) PreparedRun *owned = p;
-        OutputReport rep = { 0 };
-        uint64_t start, timeout, oom = 0, peak = 0;
-        struct rusage ru;
-        RunFacts facts = { 0 };
-        OomWatch oom_watch = { 0 };
-        int status, r;
+/* A prepared run that died while it waited (its scope was stopped, it was killed) has read no code: say
+ * so, so that the caller makes a fresh one instead of reporting its death as the user's result. */
+static int check_prepared_alive(const PreparedRun *p, RunFailure *reterr) {
+        struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+        int r;
 
-        timeout = timeout_usec > 0 ? timeout_usec : cfg->worker_timeout_usec;
-        start = now(CLOCK_MONOTONIC);
+        if (poll(&pfd, 1, 0) <= 0)
+                return 0;
+        r = fail(reterr, RUN_STEP_PREPARED, -ESRCH, NULL);
+        if (reterr)
+                reterr->before_code = true;
+        return r;
+}
 
-        if (warm) {
-                /* A prepared run that died while it waited (its scope was stopped, it was killed) has
-                 * read no code: say so, so that the caller makes a fresh one instead of reporting its
-                 * death as the user's result. */
-                struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
-                if (poll(&pfd, 1, 0) > 0) {
-                        r = fail(reterr, RUN_STEP_PREPARED, -ESRCH, NULL);
-                        if (reterr)
-                                reterr->before_code = true;
-                        return r;
-                }
-        }
-
-        /* Steps 8–9: code in, output out, deadline. */
+/* Steps 8–9: code in, output out, deadline; then reaps PID 1 whatever the pump's outcome. */
+static int pump_and_reap(const Config *cfg, PreparedRun *p, const char *code, size_t code_len,
+                         uint64_t deadline_usec, OomWatch *oom_watch, OutputReport *ret_rep, int *ret_status,
+                         struct rusage *ret_ru) {
         OutputFds ofds = {
                 .pidfd = p->pidfd,
                 .code_fd = TAKE_FD(p->code_fd),
@@ -902,82 +892,174 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
                 .stderr_fd = TAKE_FD(p->stderr_fd),
                 .events_fd = p->oom_fd,
                 .on_events = p->oom_fd >= 0 ? oom_watch_read : NULL,
-                .userdata = &oom_watch,
+                .userdata = oom_watch,
         };
-        r = output_pump(&ofds, code, code_len, cfg->output_max, (warm ? start : p->start) + timeout, &rep);
-        if (wait4(p->pid, &status, 0, &ru) < 0 && r >= 0)
+        int r;
+
+        r = output_pump(&ofds, code, code_len, cfg->output_max, deadline_usec, ret_rep);
+        if (wait4(p->pid, ret_status, 0, ret_ru) < 0 && r >= 0)
                 r = -errno;
         p->pid = 0;
-        if (r < 0)
-                return fail(reterr, RUN_STEP_PUMP, r, NULL);
+        return r;
+}
 
-        if (rep.setup_failed) {
-                RunStep step = run_step_to_string(rep.failed_step) ? rep.failed_step : RUN_STEP_CHILD;
-                output_report_done(&rep);
-                r = fail(reterr, step, rep.failed_error < 0 ? rep.failed_error : -EIO, NULL);
+/* A run whose set-up failed, or whose final stage was never confirmed, has no result to trust: fails
+ * (and frees the report) then. */
+static int check_code_ran(OutputReport *rep, RunFailure *reterr) {
+        int r;
+
+        if (rep->setup_failed) {
+                RunStep step = run_step_to_string(rep->failed_step) ? rep->failed_step : RUN_STEP_CHILD;
+                output_report_done(rep);
+                r = fail(reterr, step, rep->failed_error < 0 ? rep->failed_error : -EIO, NULL);
                 if (reterr)
                         reterr->before_code = true; /* the status pipe closes at execve() */
                 return r;
         }
-        if (!rep.acked && !rep.timed_out) {
+        if (!rep->acked && !rep->timed_out) {
                 /* The interpreter ran without the final stage being confirmed: no result is trusted. */
                 _cleanup_free_ char *detail = NULL;
-                if (asprintf(&detail, "final seccomp stage not confirmed (%s)", rep.err.data) < 0)
+                if (asprintf(&detail, "final seccomp stage not confirmed (%s)", rep->err.data) < 0)
                         detail = NULL;
-                output_report_done(&rep);
+                output_report_done(rep);
                 r = fail(reterr, RUN_STEP_ENTER, -EPROTO, detail);
                 if (reterr)
                         reterr->before_code = true; /* no final stage, no fd 3: the code was never read */
                 return r;
         }
+        return 0;
+}
 
-        /* Step 10: classify. */
+/* Step 10: classify. The result, exit code and resources of the run, without its text. */
+static RunOutput classify(const PreparedRun *p, const OutputReport *rep, const OomWatch *oom_watch,
+                          int status, const struct rusage *ru, bool warm) {
+        uint64_t oom = 0, peak = 0;
+        RunFacts facts;
+
         if (p->cg)
                 (void) cgroup_run_stats(p->cg, &oom, &peak); /* unknown stays 0: a missing file is no OOM */
         else
-                oom = oom_watch.kills;
-        uint64_t cpu = (uint64_t) ru.ru_utime.tv_sec * 1000000ULL + (uint64_t) ru.ru_utime.tv_usec +
-                       (uint64_t) ru.ru_stime.tv_sec * 1000000ULL + (uint64_t) ru.ru_stime.tv_usec;
+                oom = oom_watch->kills;
+        uint64_t cpu = (uint64_t) ru->ru_utime.tv_sec * 1000000ULL + (uint64_t) ru->ru_utime.tv_usec +
+                       (uint64_t) ru->ru_stime.tv_sec * 1000000ULL + (uint64_t) ru->ru_stime.tv_usec;
         facts = (RunFacts){
                 .wait_status = status,
-                .timed_out = rep.timed_out,
+                .timed_out = rep->timed_out,
                 /* Nothing inside the run's PID namespace can SIGKILL its PID 1; so a SIGKILL we did not
                  * send is the kernel's (RLIMIT_CPU, the OOM killer) or someone's outside the run (an
                  * operator). RLIMIT_CPU only when the CPU time used reached it; the OOM count, where a
                  * cgroup shows it, outranks this (result_classify()); else it is a kill from outside. */
-                .cpu_limit_hit = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !rep.timed_out &&
-                                 !rep.output_truncated && cpu + 250000 >= p->cpu_limit_usec,
-                .output_truncated = rep.output_truncated,
+                .cpu_limit_hit = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !rep->timed_out &&
+                                 !rep->output_truncated && cpu + 250000 >= p->cpu_limit_usec,
+                .output_truncated = rep->output_truncated,
                 .oom_kills = oom,
-                .oom_unobservable = !p->cg && !oom_watch.last_ok && oom_watch.kills == 0,
+                .oom_unobservable = !p->cg && !oom_watch->last_ok && oom_watch->kills == 0,
         };
 
-        RunOutput out = {
+        return (RunOutput){
                 .result = result_classify(&facts),
                 .exit_code = result_exit_code(&facts),
-                .stdout_truncated = rep.out.truncated,
-                .stderr_truncated = rep.err.truncated,
+                .stdout_truncated = rep->out.truncated,
+                .stderr_truncated = rep->err.truncated,
                 .cpu_usec = cpu,
-                .memory_peak = peak > 0 ? peak : (uint64_t) ru.ru_maxrss * 1024ULL,
+                .memory_peak = peak > 0 ? peak : (uint64_t) ru->ru_maxrss * 1024ULL,
                 .uid = p->lease->uid,
                 .warm = warm,
         };
-        /* The API returns JSON text: bytes that are not UTF-8 (or a sequence the cap cut) become U+FFFD. */
-        r = utf8_sanitize(rep.out.data, rep.out.len, &out.stdout_text, &out.stdout_len);
+}
+
+/* Fills the output's text and error message, and frees the report. The API returns JSON text: bytes
+ * that are not UTF-8 (or a sequence the cap cut) become U+FFFD. */
+static int output_text(OutputReport *rep, int status, RunOutput *out) {
+        int r;
+
+        r = utf8_sanitize(rep->out.data, rep->out.len, &out->stdout_text, &out->stdout_len);
         if (r >= 0)
-                r = utf8_sanitize(rep.err.data, rep.err.len, &out.stderr_text, &out.stderr_len);
-        if (r < 0) {
-                output_report_done(&rep);
-                run_output_done(&out);
-                return fail(reterr, RUN_STEP_RESULT, r, NULL);
+                r = utf8_sanitize(rep->err.data, rep->err.len, &out->stderr_text, &out->stderr_len);
+        output_report_done(rep);
+        if (r < 0)
+                return r;
+        return result_format_error(out->result, out->exit_code, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+                                   out->stderr_text, &out->error);
+}
+
+/* The instants the phases are computed from, kept once the report and the prepared run are gone. */
+typedef struct RunStamps {
+        uint64_t start; /* of execute(): a warm run's clock starts with its request (its code) */
+        uint64_t p_start, t_uid, t_cgroup, t_clone, t_spawned, t_released; /* of the prepared run */
+        uint64_t root, sync, creds, ack, first_output, exit;               /* of the report */
+} RunStamps;
+
+static RunStamps stamps_take(const PreparedRun *p, const OutputReport *rep, uint64_t start) {
+        return (RunStamps){
+                .start = start,
+                .p_start = p->start,
+                .t_uid = p->t_uid,
+                .t_cgroup = p->t_cgroup,
+                .t_clone = p->t_clone,
+                .t_spawned = p->t_spawned,
+                .t_released = p->t_released,
+                .root = rep->child_root_usec,
+                .sync = rep->child_sync_usec,
+                .creds = rep->child_creds_usec,
+                .ack = rep->ack_usec,
+                .first_output = rep->first_output_usec,
+                .exit = rep->exit_usec,
+        };
+}
+
+static void output_timing(const RunStamps *s, bool warm, uint64_t end, RunOutput *out) {
+        /* A warm run's set-up happened before its request, and is reported in the phases all the same.
+         * A cold run's user code starts with the final stage. */
+        uint64_t code_start = warm ? s->start : s->ack;
+
+        out->duration_usec = end - (warm ? s->start : s->p_start);
+        out->timing = (RunTiming){
+                .uid = s->t_uid - s->p_start,
+                .cgroup = s->t_cgroup - s->t_uid,
+                .spawn = s->t_spawned - s->t_clone,
+                .attach = s->t_released - s->t_spawned,
+                .root = s->root > s->t_clone ? s->root - s->t_clone : 0,
+                .creds_seccomp = s->creds > s->sync && s->sync > 0 ? s->creds - s->sync : 0,
+                .interpreter = s->ack > s->creds && s->creds > 0 ? s->ack - s->creds : 0,
+                .first_output =
+                        s->first_output > code_start && code_start > 0 ? s->first_output - code_start : 0,
+                .user_code = s->exit > code_start && code_start > 0 ? s->exit - code_start : 0,
+                .cleanup = s->exit > 0 && end > s->exit ? end - s->exit : 0,
+        };
+}
+
+static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_len, uint64_t timeout_usec,
+                   bool warm, RunOutput *ret, RunFailure *reterr) {
+        const Config *cfg = sb->cfg;
+        _cleanup_(prepared_run_freep) PreparedRun *owned = p;
+        OutputReport rep = { 0 };
+        uint64_t start, timeout;
+        struct rusage ru;
+        OomWatch oom_watch = { 0 };
+        int status, r;
+
+        timeout = timeout_usec > 0 ? timeout_usec : cfg->worker_timeout_usec;
+        start = now(CLOCK_MONOTONIC);
+
+        if (warm) {
+                r = check_prepared_alive(p, reterr);
+                if (r < 0)
+                        return r;
         }
+
+        r = pump_and_reap(cfg, p, code, code_len, (warm ? start : p->start) + timeout, &oom_watch, &rep,
+                          &status, &ru);
+        if (r < 0)
+                return fail(reterr, RUN_STEP_PUMP, r, NULL);
+        r = check_code_ran(&rep, reterr);
+        if (r < 0)
+                return r;
+
+        RunOutput out = classify(p, &rep, &oom_watch, status, &ru, warm);
         memcpy(out.id, p->id, sizeof(out.id));
-        uint64_t rep_root = rep.child_root_usec, rep_sync = rep.child_sync_usec,
-                 rep_creds = rep.child_creds_usec, rep_ack = rep.ack_usec, rep_first = rep.first_output_usec,
-                 rep_exit = rep.exit_usec;
-        output_report_done(&rep);
-        r = result_format_error(out.result, out.exit_code, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-                                out.stderr_text, &out.error);
+        RunStamps stamps = stamps_take(p, &rep, start);
+        r = output_text(&rep, status, &out);
         if (r < 0) {
                 run_output_done(&out);
                 return fail(reterr, RUN_STEP_RESULT, r, NULL);
@@ -986,26 +1068,8 @@ static int execute(Sandbox *sb, PreparedRun *p, const char *code, size_t code_le
         /* Step 11: the relay, the cgroup, then the UID. */
         out.egress_denials = egress_denials(p->relay); /* 0 without network */
         out.cpu_usec += egress_cpu_usec(p->relay); /* the relay serves this run only: its CPU is the run's */
-        uint64_t p_start = p->start, t_uid = p->t_uid, t_cgroup = p->t_cgroup, t_clone = p->t_clone,
-                 t_spawned = p->t_spawned, t_released = p->t_released;
         owned = prepared_run_free(TAKE_PTR(owned));
-        uint64_t end = now(CLOCK_MONOTONIC);
-        /* A warm run's clock starts with its request (its code): its set-up happened before, and is
-         * reported in the phases all the same. A cold run's user code starts with the final stage. */
-        uint64_t code_start = warm ? start : rep_ack;
-        out.duration_usec = end - (warm ? start : p_start);
-        out.timing = (RunTiming){
-                .uid = t_uid - p_start,
-                .cgroup = t_cgroup - t_uid,
-                .spawn = t_spawned - t_clone,
-                .attach = t_released - t_spawned,
-                .root = rep_root > t_clone ? rep_root - t_clone : 0,
-                .creds_seccomp = rep_creds > rep_sync && rep_sync > 0 ? rep_creds - rep_sync : 0,
-                .interpreter = rep_ack > rep_creds && rep_creds > 0 ? rep_ack - rep_creds : 0,
-                .first_output = rep_first > code_start && code_start > 0 ? rep_first - code_start : 0,
-                .user_code = rep_exit > code_start && code_start > 0 ? rep_exit - code_start : 0,
-                .cleanup = rep_exit > 0 && end > rep_exit ? end - rep_exit : 0,
-        };
+        output_timing(&stamps, warm, now(CLOCK_MONOTONIC), &out);
         *ret = out;
         return 0;
 }

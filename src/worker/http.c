@@ -442,77 +442,75 @@ static int framing_check(Http *h, struct MHD_Connection *connection, const char 
         return r < 0 ? r : 1;
 }
 
-static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connection, const char *url,
-                                      const char *method, const char *version, const char *upload_data,
-                                      size_t *upload_data_size, void **req_cls) {
-        Http *h = cls;
-        Request *rq = *req_cls;
+/* The headers are in: checks the framing, then route and key before any body. */
+static enum MHD_Result on_headers(Http *h, struct MHD_Connection *connection, const char *url,
+                                  const char *method, Request *rq) {
+        const char *length;
+        ApiRequest req;
+        uint64_t n;
+        int r;
+
+        rq->headers_seen = true;
+        (void) snprintf(rq->method, sizeof(rq->method), "%s", method);
+
+        r = framing_check(h, connection, url, rq);
+        if (r < 0)
+                return MHD_NO;
+        if (r > 0)
+                return respond(h, connection, &rq->resp, /* close= */ true);
+
+        length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (!MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) &&
+            (!length || (parse_uint64(length, &n) >= 0 && n == 0)))
+                return MHD_YES; /* no body: answered at once by the call below, keep-alive intact */
+
+        /* Route and key before the body: a stranger's body is not worth reading. Answering now leaves the
+         * body unread, so libmicrohttpd closes the connection after the answer. */
+        req = api_request(connection, url, method, rq);
+        r = api_precheck(h->api, &req, &rq->resp);
+        if (r < 0)
+                return MHD_NO;
+        if (r > 0) {
+                h->linger = true;
+                return respond(h, connection, &rq->resp, /* close= */ true);
+        }
+
+        if (length && parse_uint64(length, &n) >= 0 && n > h->body_max)
+                return respond_too_large(h, connection, rq);
+        return MHD_YES; /* libmicrohttpd sends 100 Continue if asked, then the body */
+}
+
+static enum MHD_Result on_body_data(Http *h, Request *rq, const char *upload_data,
+                                    size_t *upload_data_size) {
+        size_t n = *upload_data_size;
+        int r;
+
+        *upload_data_size = 0;
+        if (rq->too_large)
+                return MHD_YES;
+        r = body_append(rq, upload_data, n, h->body_max);
+        if (r == -EFBIG) {
+                /* A chunked body grew past the cap. libmicrohttpd takes no answer in the middle of a body:
+                 * the rest is read and dropped, within the 10 s of the request. */
+                rq->too_large = true;
+                free(rq->body);
+                rq->body = NULL;
+                rq->body_len = rq->body_alloc = 0;
+                return MHD_YES;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Cannot hold the body of a request from %s: %m", h->peer);
+                return MHD_NO;
+        }
+        return MHD_YES;
+}
+
+/* The whole request is in: runs it and answers. */
+static enum MHD_Result on_request_complete(Http *h, struct MHD_Connection *connection, const char *url,
+                                           const char *method, Request *rq) {
         ApiRequest req;
         int r;
 
-        if (!rq)
-                return MHD_NO; /* request_started() always runs first; never reached */
-
-        if (!rq->headers_seen) {
-                const char *length;
-                uint64_t n;
-
-                rq->headers_seen = true;
-                (void) snprintf(rq->method, sizeof(rq->method), "%s", method);
-
-                r = framing_check(h, connection, url, rq);
-                if (r < 0)
-                        return MHD_NO;
-                if (r > 0)
-                        return respond(h, connection, &rq->resp, /* close= */ true);
-
-                length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
-                if (!MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_TRANSFER_ENCODING) &&
-                    (!length || (parse_uint64(length, &n) >= 0 && n == 0)))
-                        return MHD_YES; /* no body: answered at once by the call below, keep-alive intact */
-
-                /* Route and key before the body: a stranger's body is not worth reading. Answering now
-                 * leaves the body unread, so libmicrohttpd closes the connection after the answer. */
-                req = api_request(connection, url, method, rq);
-                r = api_precheck(h->api, &req, &rq->resp);
-                if (r < 0)
-                        return MHD_NO;
-                if (r > 0) {
-                        h->linger = true;
-                        return respond(h, connection, &rq->resp, /* close= */ true);
-                }
-
-                if (length && parse_uint64(length, &n) >= 0 && n > h->body_max)
-                        return respond_too_large(h, connection, rq);
-                return MHD_YES; /* libmicrohttpd sends 100 Continue if asked, then the body */
-        }
-
-        if (*upload_data_size > 0) {
-                size_t n = *upload_data_size;
-
-                *upload_data_size = 0;
-                if (rq->too_large)
-                        return MHD_YES;
-                r = body_append(rq, upload_data, n, h->body_max);
-                if (r == -EFBIG) {
-                        /* A chunked body grew past the cap. libmicrohttpd takes no answer in the middle of
-                         * a body: the rest is read and dropped, within the 10 s of the request. */
-                        rq->too_large = true;
-                        free(rq->body);
-                        rq->body = NULL;
-                        rq->body_len = rq->body_alloc = 0;
-                        return MHD_YES;
-                }
-                if (r < 0) {
-                        log_error_errno(r, "Cannot hold the body of a request from %s: %m", h->peer);
-                        return MHD_NO;
-                }
-                return MHD_YES;
-        }
-
-        /* The whole request is in. */
         if (rq->too_large)
                 return respond_too_large(h, connection, rq);
 
@@ -530,6 +528,22 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connecti
         /* A worker whose line to the runner broke (serve's runner died) has nothing more to offer this
          * connection: closing it sends the client to a new worker. */
         return respond(h, connection, &rq->resp, /* close= */ runner_client_broken(h->runner));
+}
+
+/* libmicrohttpd calls this once for the headers, once per piece of body, and once when all is in. */
+static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connection, const char *url,
+                                      const char *method, const char *version, const char *upload_data,
+                                      size_t *upload_data_size, void **req_cls) {
+        Http *h = cls;
+        Request *rq = *req_cls;
+
+        if (!rq)
+                return MHD_NO; /* request_started() always runs first; never reached */
+        if (!rq->headers_seen)
+                return on_headers(h, connection, url, method, rq);
+        if (*upload_data_size > 0)
+                return on_body_data(h, rq, upload_data, upload_data_size);
+        return on_request_complete(h, connection, url, method, rq);
 }
 
 static int connections_open(struct MHD_Daemon *daemon) {

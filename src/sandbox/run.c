@@ -910,8 +910,10 @@ static int check_code_ran(OutputReport *rep, RunFailure *reterr) {
 
         if (rep->setup_failed) {
                 RunStep step = run_step_to_string(rep->failed_step) ? rep->failed_step : RUN_STEP_CHILD;
+                int error =
+                        rep->failed_error < 0 ? rep->failed_error : -EIO; /* read before the report goes */
                 output_report_done(rep);
-                r = fail(reterr, step, rep->failed_error < 0 ? rep->failed_error : -EIO, NULL);
+                r = fail(reterr, step, error, NULL);
                 if (reterr)
                         reterr->before_code = true; /* the status pipe closes at execve() */
                 return r;

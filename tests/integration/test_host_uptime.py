@@ -92,3 +92,4 @@ def test_without_cap_sys_time_a_run_fails_closed_and_says_why():
     assert proc.returncode != 0, out
     assert "step 'clocks'" in out and 'Operation not permitted' in out, out
     assert '"stdout":"1\\n"' not in out.replace(' ', ''), out
+

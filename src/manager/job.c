@@ -591,10 +591,9 @@ int job_start(Manager *m, const char *language, const char *kind, char **package
         int fds[2], r;
         Job *running;
 
-        if (language_from_string(language) < 0)
-                return sd_bus_error_setf(reterr, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown language '%s': expected " RUNTIME_LANGUAGE_NAMES,
-                                         language);
+        r = manager_language_check(language, reterr);
+        if (r < 0)
+                return r;
         r = check_packages(language_from_string(language), kind, packages, reterr);
         if (r < 0)
                 return r;

@@ -18,7 +18,7 @@
 #include "manager.h"
 #include "runtime/runtime.h"
 
-static int check_language(const char *language, sd_bus_error *error) {
+int manager_language_check(const char *language, sd_bus_error *error) {
         if (language_from_string(language) < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown language '%s': expected " RUNTIME_LANGUAGE_NAMES,
@@ -68,7 +68,7 @@ static int reply_dependencies(sd_bus_message *msg, Manager *m, bool with_origin,
         r = sd_bus_message_read(msg, "s", &language);
         if (r < 0)
                 return r;
-        r = check_language(language, error);
+        r = manager_language_check(language, error);
         if (r < 0)
                 return r;
         r = packages_list(m->cfg.runtime_dir, language, &list.items, &list.n, &bad_path);

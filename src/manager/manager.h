@@ -45,6 +45,8 @@ typedef struct Manager {
 
 /* manager-bus.c */
 int manager_bus_register(Manager *m);
+/* 0 when language names one we run, else InvalidArgs with the names we accept. */
+int manager_language_check(const char *language, sd_bus_error *error);
 /* Sets MANAGER_ERROR_FAILED, the name the interface documents for what the manager could not do, with a
  * message in which %m says error (a negative errno), as sd_bus_error_set_errnof() formats it; that one
  * would name the error after the errno, and a server-side EACCES or EINVAL would read as the caller's

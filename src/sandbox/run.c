@@ -98,11 +98,6 @@ static void sweep_stale_cgroups(Sandbox *sb) {
         }
 }
 
-void sandbox_sweep(Sandbox *sb) {
-        if (sb && sb->cgroups)
-                sweep_stale_cgroups(sb);
-}
-
 /* DIFYSANDBOX_CLONE_INTO_CGROUP=0 makes runs on v2 take the migration path of v1 (clone, then attach):
  * to measure what clone3(CLONE_INTO_CGROUP) saves, or to rule it out. */
 static int clone_into_cgroup_wanted(bool *ret) {

@@ -87,9 +87,6 @@ typedef struct RunFailure {
 /* languages: n_languages entries, copied (what they point to is borrowed). */
 int sandbox_new(const Config *cfg, const RunLanguage *languages, size_t n_languages, Sandbox **ret,
                 RunFailure *reterr);
-/* Removes run cgroups (not scopes: systemd collects those) whose UID nobody holds: left by a run whose
- * holder was killed while its processes were still exiting, after the start-time sweep had passed. */
-void sandbox_sweep(Sandbox *sb);
 Sandbox *sandbox_free(Sandbox *sb);
 /* Compiles every filter this configuration can need, so that processes forked later share them. */
 int sandbox_compile_filters(Sandbox *sb, RunFailure *reterr);

@@ -234,14 +234,14 @@ static int argv_dup(const char *const *head, size_t n, char **tail, char ***ret)
  * and the index it fetches from. *npm_path is freed by the caller. */
 static int installer_tool_args(const Config *cfg, const Runtime *rt, const char **args, size_t *n,
                                char **npm_path) {
-        const char *slash;
+        const char *interpreter = runtime_interpreter(rt, cfg), *slash;
 
         switch (rt->package_tool) {
         case PACKAGE_TOOL_PIP:
                 args[(*n)++] = "--requirements";
                 args[(*n)++] = cfg->python_requirements;
                 args[(*n)++] = "--python";
-                args[(*n)++] = runtime_interpreter(rt, cfg);
+                args[(*n)++] = interpreter;
                 if (cfg->python_pip_mirror_url[0]) {
                         args[(*n)++] = "--index-url";
                         args[(*n)++] = cfg->python_pip_mirror_url;
@@ -249,9 +249,8 @@ static int installer_tool_args(const Config *cfg, const Runtime *rt, const char 
                 return 0;
         case PACKAGE_TOOL_NPM:
                 /* npm lives beside node, as Debian and NodeSource install them */
-                slash = strrchr(runtime_interpreter(rt, cfg), '/');
-                if (asprintf(npm_path, "%.*s/npm", (int) (slash - runtime_interpreter(rt, cfg)),
-                             runtime_interpreter(rt, cfg)) < 0) {
+                slash = strrchr(interpreter, '/');
+                if (asprintf(npm_path, "%.*s/npm", (int) (slash - interpreter), interpreter) < 0) {
                         *npm_path = NULL;
                         return -ENOMEM;
                 }

@@ -19,6 +19,7 @@
 static int max_level = LOG_INFO;
 static int target = -1;     /* -1: not decided yet; 0: journal; 1: stderr */
 static bool stderr_journal; /* stderr is a journal stream: "<N>" prefixes mean something there */
+static pid_t object_pid;    /* 0: none */
 
 void log_set_max_level(int level) {
         max_level = level;
@@ -46,6 +47,14 @@ static bool stderr_is_journal(void) {
                 return false;
         return (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
 }
+
+void log_set_object_pid(pid_t pid) {
+        object_pid = pid;
+}
+
+/* The last field of every native record: sd_journal_send() stops at the first NULL format, so without an
+ * object PID the argument after it is never read. */
+#define OBJECT_FIELD (object_pid > 0 ? "OBJECT_PID=%i" : NULL), (int) object_pid
 
 bool log_use_journal(void) {
         struct stat st;
@@ -77,10 +86,12 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                 if (error != 0)
                         (void) sd_journal_send("MESSAGE=%s", message, "PRIORITY=%i", level, "ERRNO=%i",
                                                error < 0 ? -error : error, "CODE_FILE=%s", file,
-                                               "CODE_LINE=%i", line, "CODE_FUNC=%s", func, NULL);
+                                               "CODE_LINE=%i", line, "CODE_FUNC=%s", func, OBJECT_FIELD,
+                                               NULL);
                 else
                         (void) sd_journal_send("MESSAGE=%s", message, "PRIORITY=%i", level, "CODE_FILE=%s",
-                                               file, "CODE_LINE=%i", line, "CODE_FUNC=%s", func, NULL);
+                                               file, "CODE_LINE=%i", line, "CODE_FUNC=%s", func,
+                                               OBJECT_FIELD, NULL);
         } else if (stderr_journal)
                 (void) fprintf(stderr, "<%i>%s\n", level, message);
         else /* a terminal, a file, a pipe to a program: words for a person */
@@ -110,5 +121,5 @@ void log_run_record(const RunRecord *rec) {
                 rec->phase_attach, "PHASE_ROOT_USEC=%" PRIu64, rec->phase_root,
                 "PHASE_CREDS_SECCOMP_USEC=%" PRIu64, rec->phase_creds_seccomp,
                 "PHASE_INTERPRETER_USEC=%" PRIu64, rec->phase_interpreter, "PHASE_USER_CODE_USEC=%" PRIu64,
-                rec->phase_user_code, "PHASE_CLEANUP_USEC=%" PRIu64, rec->phase_cleanup, NULL);
+                rec->phase_user_code, "PHASE_CLEANUP_USEC=%" PRIu64, rec->phase_cleanup, OBJECT_FIELD, NULL);
 }

@@ -184,6 +184,8 @@ static pid_t fork_tracked(Runner *r, PoolSlotState state, Language language, int
                 child_detach(r, keep_a, keep_b);
                 if (getppid() != parent)
                         _exit(EXIT_FAILURE); /* the runner died before PR_SET_PDEATHSIG took */
+                /* A handler logs its run record and exits: journald attributes it by the runner. */
+                log_set_object_pid(parent);
                 return 0;
         }
         slot = pool_add(&r->pool, pid, state, language, control_fd);

@@ -161,6 +161,27 @@ def test_no_scope_remains_after_runs(container):
     assert len(scopes(container)) <= POOL_MAX, scopes(container)
 
 
+def test_run_records_name_the_runner_unit_whoever_wrote_them(container):
+    """A run record is written by the runner's forked handler, which exits right after. journald reads
+    a sender's unit from /proc when it gets to the datagram, and often the handler is gone by then: the
+    record must name the runner as its object, so that `journalctl -u difysandbox-runner.service`
+    finds it whatever the timing."""
+    before = last_run_id(container)
+    assert run("print('attributed')")["stdout"] == "attributed\n"
+    deadline = time.time() + 10
+    while last_run_id(container) == before and time.time() < deadline:
+        time.sleep(0.1)
+    run_id = last_run_id(container)
+    assert run_id != before, "no run record for the run"
+    out = container.sh(f"journalctl -o json --no-pager MESSAGE_ID=6b4c976ba6474881ab52fe04f0940326 "
+                       f"DIFYSANDBOX_RUN_ID={run_id}").stdout
+    records = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert len(records) == 1, records
+    assert records[0].get("OBJECT_SYSTEMD_UNIT") == "difysandbox-runner.service", records[0]
+    runner_pid = container.sh("systemctl show -P MainPID difysandbox-runner.service").stdout.strip()
+    assert records[0].get("OBJECT_PID") == runner_pid, records[0]
+
+
 def test_journal_has_request_records(container):
     run("print('journal-record')")
     log = ""

@@ -520,6 +520,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         reload_if_stale(r);
         retire_stale_slots(r);
+        sandbox_sweep(r->sandbox);
         pool_refill(r); /* may bring the next tick forward, to when runs pause */
         return 0;
 }

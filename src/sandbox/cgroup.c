@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cleanup-io.h"
 #include "common/cleanup.h"
 #include "common/fileio.h"
 #include "common/parse.h"
@@ -42,7 +43,6 @@ struct RunCgroup {
 
 static const char *const v1_controllers[_HIERARCHY_MAX] = { "memory", "pids", "cpu" };
 
-DEFINE_POINTER_CLEANUP(FILE *, fclose);
 DEFINE_POINTER_CLEANUP(CgroupLayout *, cgroup_layout_free);
 DEFINE_POINTER_CLEANUP(RunCgroup *, cgroup_run_destroy);
 
@@ -393,16 +393,18 @@ static int kill_all(const char *path, bool v2) {
         return 0;
 }
 
-/* Removes the cgroup at path, killing what is left in it; waits up to a second for the kernel to let
- * dying tasks go. Absent is success. */
-static int remove_cgroup(const char *path, bool v2) {
-        for (int i = 0; i < 1000; i++) {
+/* Removes the cgroup at path, killing what is left in it. With wait, waits up to a second for the kernel
+ * to let dying tasks go; without, tries once, so that a caller on an event loop never stalls (what is
+ * left is killed, and gone by its next try). Absent is success. */
+static int remove_cgroup(const char *path, bool v2, bool wait) {
+        for (int i = 0; i < (wait ? 1000 : 1); i++) {
                 if (rmdir(path) >= 0 || errno == ENOENT)
                         return 0;
                 if (errno != EBUSY)
                         return -errno;
                 (void) kill_all(path, v2);
-                sleep_usec(i < 10 ? 100 : 1000);
+                if (wait)
+                        sleep_usec(i < 10 ? 100 : 1000);
         }
         return -EBUSY;
 }
@@ -443,21 +445,16 @@ static int write_limits_v1(RunCgroup *cg, const CgroupLimits *limits) {
                           (uint64_t) limits->cpu_quota_percent * 1000);
 }
 
-int cgroup_list_runs(const CgroupLayout *layout, uid_t **ret, size_t *ret_n) {
-        _cleanup_free_ uid_t *uids = NULL;
-        size_t n = 0, alloc = 0;
-        DIR *d;
+/* Appends the UIDs of this instance's run cgroups in dir to *uids. */
+static int list_runs_in(const CgroupLayout *layout, const char *dir, uid_t **uids, size_t *n,
+                        size_t *alloc) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        size_t plen = strlen(layout->instance);
         struct dirent *de;
 
-        d = opendir(layout->base[HIERARCHY_MEMORY]);
-        if (!d) {
-                if (errno != ENOENT)
-                        return -errno;
-                *ret = NULL;
-                *ret_n = 0;
-                return 0;
-        }
-        size_t plen = strlen(layout->instance);
+        d = opendir(dir);
+        if (!d)
+                return errno == ENOENT ? 0 : -errno;
         while ((de = readdir(d))) {
                 uint32_t uid;
                 /* run-<instance>-<uid>: another instance's runs (or an older version's run-<uid>) are not
@@ -466,37 +463,50 @@ int cgroup_list_runs(const CgroupLayout *layout, uid_t **ret, size_t *ret_n) {
                     strncmp(de->d_name + 4, layout->instance, plen) != 0 || de->d_name[4 + plen] != '-' ||
                     parse_uint32(de->d_name + 5 + plen, &uid) < 0)
                         continue;
-                if (n == alloc) {
-                        uid_t *u = realloc(uids, (alloc ? alloc * 2 : 16) * sizeof(uid_t));
-                        if (!u) {
-                                (void) closedir(d);
+                if (*n == *alloc) {
+                        size_t grown = *alloc ? *alloc * 2 : 16;
+                        uid_t *u = realloc(*uids, grown * sizeof(uid_t));
+                        if (!u)
                                 return -ENOMEM;
-                        }
-                        uids = u;
-                        alloc = alloc ? alloc * 2 : 16;
+                        *uids = u;
+                        *alloc = grown;
                 }
-                uids[n++] = (uid_t) uid;
+                (*uids)[(*n)++] = (uid_t) uid;
         }
-        (void) closedir(d);
+        return 0;
+}
+
+int cgroup_list_runs(const CgroupLayout *layout, uid_t **ret, size_t *ret_n) {
+        _cleanup_free_ uid_t *uids = NULL;
+        Hierarchy nh = layout->v2 ? 1 : _HIERARCHY_MAX;
+        size_t n = 0, alloc = 0;
+        int r;
+
+        /* Every hierarchy: a run whose removal failed in one of them is still a run to sweep there. */
+        for (Hierarchy h = 0; h < nh; h++) {
+                r = list_runs_in(layout, layout->base[h], &uids, &n, &alloc);
+                if (r < 0)
+                        return r;
+        }
         *ret = TAKE_PTR(uids);
         *ret_n = n;
         return 0;
 }
 
-int cgroup_run_remove(const CgroupLayout *layout, uid_t uid) {
+int cgroup_run_remove(const CgroupLayout *layout, uid_t uid, bool wait) {
         Hierarchy n = layout->v2 ? 1 : _HIERARCHY_MAX;
-        int r;
+        int r, ret = 0;
 
-        for (Hierarchy h = 0; h < n; h++) {
+        for (Hierarchy h = 0; h < n; h++) { /* each hierarchy, whatever became of the others */
                 _cleanup_free_ char *path = NULL;
                 r = run_path(layout, h, uid, &path);
                 if (r < 0)
                         return r;
-                r = remove_cgroup(path, layout->v2);
-                if (r < 0)
-                        return r;
+                r = remove_cgroup(path, layout->v2, wait);
+                if (r < 0 && ret == 0)
+                        ret = r;
         }
-        return 0;
+        return ret;
 }
 
 int cgroup_run_create(const CgroupLayout *layout, uid_t uid, const CgroupLimits *limits, RunCgroup **ret) {
@@ -516,7 +526,7 @@ int cgroup_run_create(const CgroupLayout *layout, uid_t uid, const CgroupLimits 
                 if (r < 0)
                         return r;
                 /* A cgroup left by a holder of this UID that was killed: it is ours now. */
-                r = remove_cgroup(cg->path[h], layout->v2);
+                r = remove_cgroup(cg->path[h], layout->v2, true);
                 if (r < 0)
                         return r;
                 if (mkdir(layout->base[h], 0755) < 0 && errno != EEXIST)
@@ -619,8 +629,9 @@ RunCgroup *cgroup_run_destroy(RunCgroup *cg) {
                 return NULL;
         for (Hierarchy h = 0; h < _HIERARCHY_MAX; h++) {
                 if (cg->path[h])
-                        (void) remove_cgroup(cg->path[h], cg->layout->v2); /* what stays is removed by
-                                                                            * the next holder of the UID */
+                        (void) remove_cgroup(cg->path[h], cg->layout->v2,
+                                             true); /* what stays is removed by
+                                                     * the next holder of the UID */
                 free(cg->path[h]);
         }
         free(cg);

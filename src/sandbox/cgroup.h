@@ -32,11 +32,13 @@ int cgroup_layout_detect(const char *instance, CgroupLayout **ret);
 CgroupLayout *cgroup_layout_free(CgroupLayout *layout);
 bool cgroup_layout_is_v2(const CgroupLayout *layout);
 
-/* The UIDs that have a run cgroup of this instance now (in the memory or unified hierarchy). *ret is
- * malloc()ed. */
+/* The UIDs that have a run cgroup of this instance now, in any hierarchy (a UID may be listed once per
+ * hierarchy). *ret is malloc()ed. */
 int cgroup_list_runs(const CgroupLayout *layout, uid_t **ret, size_t *ret_n);
-/* Kills what is left in uid's run cgroup and removes it; the caller must hold the UID. */
-int cgroup_run_remove(const CgroupLayout *layout, uid_t uid);
+/* Kills what is left in uid's run cgroup and removes it, in every hierarchy; the caller must hold the UID.
+ * With wait, waits up to a second per hierarchy for dying tasks; without, -EBUSY means "killed, try
+ * again later". */
+int cgroup_run_remove(const CgroupLayout *layout, uid_t uid, bool wait);
 
 /* Creates the run cgroup of uid (after cleaning a stale one) and writes the limits. */
 int cgroup_run_create(const CgroupLayout *layout, uid_t uid, const CgroupLimits *limits, RunCgroup **ret);

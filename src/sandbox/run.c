@@ -81,10 +81,10 @@ void run_failure_done(RunFailure *f) {
         *f = (RunFailure){ 0 };
 }
 
-/* Run cgroups whose UID nobody holds were left by a worker that was killed: remove them now, holding
- * the UID meanwhile so that no new run can claim the name. Best effort: the next holder of such a UID
- * cleans its cgroup anyway (cgroup_run_create). */
-static void sweep_stale_cgroups(Sandbox *sb) {
+/* Run cgroups whose UID nobody holds were left by a holder that was killed: remove them, holding the UID
+ * meanwhile so that no new run can claim the name. Best effort: the next holder of such a UID cleans its
+ * cgroup anyway (cgroup_run_create). */
+static void sweep_stale_cgroups(Sandbox *sb, bool wait) {
         _cleanup_free_ uid_t *uids = NULL;
         size_t n = 0;
 
@@ -94,8 +94,13 @@ static void sweep_stale_cgroups(Sandbox *sb) {
                 _cleanup_(uidpool_releasep) UidLease *lease = NULL;
                 if (uidpool_take_uid(sb->cfg->state_dir, uids[i], &lease) < 0)
                         continue; /* held: a live run's */
-                (void) cgroup_run_remove(sb->cgroups, uids[i]);
+                (void) cgroup_run_remove(sb->cgroups, uids[i], wait);
         }
+}
+
+void sandbox_sweep(Sandbox *sb) {
+        if (sb->cgroups) /* scopes are systemd's to collect */
+                sweep_stale_cgroups(sb, /* wait= */ false);
 }
 
 /* DIFYSANDBOX_CLONE_INTO_CGROUP=0 makes runs on v2 take the migration path of v1 (clone, then attach):
@@ -142,7 +147,7 @@ int sandbox_new(const Config *cfg, const RunLanguage *languages, size_t n_langua
                 if (r < 0)
                         return fail(reterr, RUN_STEP_CGROUP, r,
                                     "no usable memory, pids and cpu cgroup controllers");
-                sweep_stale_cgroups(sb);
+                sweep_stale_cgroups(sb, /* wait= */ true);
                 r = clone_into_cgroup_wanted(&sb->clone_into_cgroup);
                 if (r < 0)
                         return fail(reterr, RUN_STEP_CGROUP, r,

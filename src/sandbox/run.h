@@ -87,6 +87,10 @@ typedef struct RunFailure {
 /* languages: n_languages entries, copied (what they point to is borrowed). */
 int sandbox_new(const Config *cfg, const RunLanguage *languages, size_t n_languages, Sandbox **ret,
                 RunFailure *reterr);
+/* Removes this instance's run cgroups (not scopes: systemd collects those) whose UID nobody holds, without
+ * waiting: their holder was killed while its run was still exiting, after the sweep at start had passed
+ * (kill the server mid-run, restart it at once). Cheap enough for a periodic tick. */
+void sandbox_sweep(Sandbox *sb);
 Sandbox *sandbox_free(Sandbox *sb);
 /* Compiles every filter this configuration can need, so that processes forked later share them. */
 int sandbox_compile_filters(Sandbox *sb, RunFailure *reterr);

@@ -310,9 +310,13 @@ int stats_open(const char *state_dir, Stats **ret) {
 
         if (!state_dir || !ret)
                 return -EINVAL;
-        if (mkdir(state_dir, 0755) < 0 && errno != EEXIST)
-                return -errno;
+        /* mkdir() only where it is missing: a worker may read the stats but not mkdir (its filter). */
         dir_fd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0 && errno == ENOENT) {
+                if (mkdir(state_dir, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                dir_fd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
         if (dir_fd < 0)
                 return -errno;
 

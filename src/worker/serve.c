@@ -33,6 +33,7 @@
 #include "runner/protocol.h"
 #include "runner/runner.h"
 #include "sandbox/instance.h"
+#include "worker-filter.h"
 
 /* Workers alive at once; more connections wait in the listen backlog until one ends. (systemd's socket
  * units default to MaxConnections=64, which Dify's connection pool can exceed.) */
@@ -318,6 +319,11 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
         r = runner_client_new(NULL, runner_fd, &runner);
         if (r < 0)
                 _exit(EXIT_FAILURE);
+        r = worker_filter_apply(); /* as difysandbox-worker does, before the first byte of the client's */
+        if (r < 0) {
+                log_error_errno(r, "Cannot load the worker's system call filter: %m");
+                _exit(EXIT_FAILURE);
+        }
         r = http_serve_connection(cfg, 0, false, runner, conn_fd);
         _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 }

@@ -23,6 +23,7 @@
 #include "config/config-file.h"
 #include "worker/http.h"
 #include "worker/runner-client.h"
+#include "worker/worker-filter.h"
 
 /* Where difysandbox-runner.socket listens (runner_socket's default, difysandbox.conf(5)). */
 #define RUNNER_SOCKET_DEFAULT "/run/difysandbox/runner.sock"
@@ -169,6 +170,15 @@ int main(int argc, char **argv) {
 
         r = worker_config(config_file, runner_socket, &cfg, &runner, &generation);
         if (r < 0) {
+                (void) close(fd);
+                return EXIT_FAILURE;
+        }
+
+        /* Set up: from here on it reads what a client sends, under its own filter. */
+        r = worker_filter_apply();
+        if (r < 0) {
+                log_error_errno(r, "Cannot load the worker's system call filter: %m");
+                config_done(&cfg);
                 (void) close(fd);
                 return EXIT_FAILURE;
         }

@@ -109,6 +109,8 @@ def test_workers_hold_no_privilege(pooled):
             assert all(int(g) != 0 for g in status['Gid'].split()), (pid, status['Gid'])
             assert int(status['CapEff'], 16) == 0 and int(status['CapPrm'], 16) == 0, (pid, status)
             assert status['NoNewPrivs'] == '1', (pid, status)
+            # Its own system call filter (src/worker/worker-filter.c), loaded before it read the request.
+            assert status['Seccomp'] == '2', (pid, status['Seccomp'])
         # ...while the runner, which makes the sandboxes, is root.
         assert process_uid(pooled.runner()) == 0
 

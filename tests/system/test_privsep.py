@@ -37,8 +37,21 @@ def test_socket_activated_worker_holds_no_privilege(container):
             assert int(status["CapEff"], 16) == 0 and int(status["CapPrm"], 16) == 0, (pid, status)
             assert int(status["CapBnd"], 16) == 0, (pid, status["CapBnd"])
             assert status["NoNewPrivs"].strip() == "1", (pid, status["NoNewPrivs"])
+            assert status["Seccomp"].strip() == "2", (pid, status["Seccomp"])
     finally:
         s.close()
+
+
+def test_worker_filters_its_own_system_calls_not_systemd(container):
+    """systemd compiles SystemCallFilter= anew for every instance (4-5 ms of each new connection): the
+    unit has none, and the worker loads its own filter (worker-filter.c, tested in test-worker-filter)
+    before it reads its connection. A worker without it would not serve: the answer proves it loaded."""
+    # systemd shows an empty filter as "~" (a deny list of nothing)
+    assert container.sh("systemctl show -P SystemCallFilter difysandbox@x.service").stdout.strip() in ("", "~")
+    code, _ = request("GET", "/health", key=None)
+    assert code == 200
+    log = container.journal("-u", "difysandbox@*", "-o", "cat")
+    assert "Cannot load the worker's system call filter" not in log, log[-2000:]
 
 
 def test_runner_is_socket_activated_and_root(container):

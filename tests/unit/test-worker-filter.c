@@ -1,0 +1,247 @@
+/* Unit tests for src/worker/worker-filter.c: in a forked child that loads the filter, what a serving
+ * worker does still works, and what the filter is for fails with EPERM. Every denied call is made so
+ * that it is harmless if the filter let it through: an execve() of a path that does not exist, a clone()
+ * with flags the kernel refuses, kill() with signal 0, a write-open of /dev/null. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "worker/worker-filter.h"
+
+/* The outcome of one call in the filtered child: 0, or the errno it failed with. */
+typedef int (*Probe)(void);
+
+static int result(long r) {
+        return r < 0 ? errno : 0;
+}
+
+static int probe_write(void) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return errno;
+        int r = result(write(p[1], "x", 1));
+        (void) close(p[0]);
+        (void) close(p[1]);
+        return r;
+}
+static int probe_unix_socket(void) {
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return errno;
+        int n = 0, r = result(ioctl(fd, FIONREAD, &n));
+        (void) close(fd);
+        return r;
+}
+static int probe_anonymous_memory(void) {
+        void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+                return errno;
+        return result(munmap(p, 4096));
+}
+static int probe_memfd(void) {
+        int fd = memfd_create("probe", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return errno;
+        int r = result(ftruncate(fd, 16));
+        if (r == 0)
+                r = result(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL));
+        (void) close(fd);
+        return r;
+}
+static int probe_read_open(void) {
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno;
+        (void) close(fd);
+        return 0;
+}
+static int probe_read_open_directory(void) { /* glibc's O_TMPFILE holds O_DIRECTORY's bit */
+        int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno;
+        (void) close(fd);
+        fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno;
+        (void) close(fd);
+        return 0;
+}
+static int probe_tmpfile(void) {
+        int fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0)
+                (void) close(fd);
+        return result(fd);
+}
+static int probe_lock(int operation) {
+        int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno;
+        int r = result(flock(fd, operation));
+        (void) close(fd);
+        return r;
+}
+static int probe_shared_lock(void) {
+        return probe_lock(LOCK_SH);
+}
+static int probe_exclusive_lock(void) {
+        return probe_lock(LOCK_EX | LOCK_NB);
+}
+static int probe_signal_self(void) {
+        return result(kill(getpid(), 0));
+}
+
+static int probe_inet_socket(void) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd >= 0)
+                (void) close(fd);
+        return result(fd);
+}
+static int probe_netlink_socket(void) {
+        int fd = socket(AF_NETLINK, SOCK_RAW, 0);
+        if (fd >= 0)
+                (void) close(fd);
+        return result(fd);
+}
+static int probe_exec_mapping(void) {
+        void *p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED)
+                (void) munmap(p, 4096);
+        return p == MAP_FAILED ? errno : 0;
+}
+static int probe_mprotect_exec(void) {
+        void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+                return -1; /* not what is tested: fail the test */
+        int r = result(mprotect(p, 4096, PROT_READ | PROT_EXEC));
+        (void) munmap(p, 4096);
+        return r;
+}
+static int probe_write_open(void) {
+        int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (fd >= 0)
+                (void) close(fd);
+        return result(fd);
+}
+static int probe_execve(void) {
+        char *const argv[] = { (char *) "/nonexistent/difysandbox-probe", NULL };
+        return result(execve(argv[0], argv, argv + 1)); /* ENOENT if it got through */
+}
+static int probe_clone(void) {
+        /* CLONE_SIGHAND without CLONE_VM is EINVAL in the kernel: no process even if it got through */
+        return result(syscall(SYS_clone, CLONE_SIGHAND, NULL, NULL, NULL, 0));
+}
+static int probe_unshare(void) {
+        return result(unshare(CLONE_NEWUSER)); /* a user namespace for nothing, if it got through */
+}
+static int probe_signal_parent(void) {
+        return result(kill(getppid(), 0)); /* signal 0: a permission check only */
+}
+static int probe_ptrace(void) {
+        return result(ptrace(PTRACE_TRACEME, 0, NULL, NULL));
+}
+static int probe_personality(void) {
+        return result(personality(0xffffffff)); /* a query, if it got through */
+}
+static int probe_mkdir(void) {
+        char path[64];
+        (void) snprintf(path, sizeof(path), "/tmp/worker-filter-probe-%d", (int) getpid());
+        int r = result(mkdir(path, 0700));
+        if (r == 0)
+                (void) rmdir(path);
+        return r;
+}
+static int probe_tty_ioctl(void) {
+        struct termios t;
+        return result(ioctl(STDIN_FILENO, TCGETS, &t));
+}
+
+/* Forks, loads the filter in the child, runs probe there; returns its outcome (0 or an errno). */
+static int filtered(Probe probe) {
+        int p[2], status, outcome = -1;
+        pid_t pid;
+
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                int r = worker_filter_apply();
+                int o = r < 0 ? 1000 - r : probe();
+                _exit(write(p[1], &o, sizeof(o)) == (ssize_t) sizeof(o) ? 0 : 1);
+        }
+        (void) close(p[1]);
+        assert_int_equal(read(p[0], &outcome, sizeof(outcome)), (ssize_t) sizeof(outcome));
+        (void) close(p[0]);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        return outcome;
+}
+
+static void test_what_a_worker_does_still_works(void **state) {
+        assert_int_equal(filtered(probe_write), 0);
+        assert_int_equal(filtered(probe_unix_socket), 0);
+        assert_int_equal(filtered(probe_anonymous_memory), 0);
+        assert_int_equal(filtered(probe_memfd), 0);
+        assert_int_equal(filtered(probe_read_open), 0);
+        assert_int_equal(filtered(probe_read_open_directory), 0);
+        assert_int_equal(filtered(probe_shared_lock), 0);
+        assert_int_equal(filtered(probe_signal_self), 0);
+}
+
+static void test_what_the_filter_is_for_fails_with_eperm(void **state) {
+        const struct {
+                const char *name;
+                Probe probe;
+        } denied[] = {
+                { "socket(AF_INET)", probe_inet_socket },
+                { "socket(AF_NETLINK)", probe_netlink_socket },
+                { "mmap(PROT_EXEC)", probe_exec_mapping },
+                { "mprotect(PROT_EXEC)", probe_mprotect_exec },
+                { "open(O_WRONLY)", probe_write_open },
+                { "open(O_TMPFILE)", probe_tmpfile },
+                { "flock(LOCK_EX)", probe_exclusive_lock },
+                { "execve", probe_execve },
+                { "clone", probe_clone },
+                { "unshare", probe_unshare },
+                { "kill(parent)", probe_signal_parent },
+                { "ptrace", probe_ptrace },
+                { "personality", probe_personality },
+                { "mkdir", probe_mkdir },
+                { "ioctl(TCGETS)", probe_tty_ioctl },
+        };
+        for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+                int outcome = filtered(denied[i].probe);
+                if (outcome != EPERM)
+                        fail_msg("%s: got %s, not EPERM", denied[i].name,
+                                 outcome ? strerror(outcome) : "success");
+        }
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_what_a_worker_does_still_works),
+                cmocka_unit_test(test_what_the_filter_is_for_fails_with_eperm),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,7 @@ static int lock_inodes(const char *state_dir, uid_t uid_min, uid_t uid_max, uint
 int uidpool_count_free(const char *state_dir, uid_t uid_min, uid_t uid_max) {
         _cleanup_(fclosep) FILE *locks = NULL;
         _cleanup_free_ uint64_t *inodes = NULL;
+        _cleanup_free_ bool *counted = NULL;
         _cleanup_free_ char *line = NULL;
         size_t n = 0, line_size = 0, held = 0, size;
         dev_t dev = 0;
@@ -185,6 +187,11 @@ int uidpool_count_free(const char *state_dir, uid_t uid_min, uid_t uid_max) {
         if (r < 0 || n == 0)
                 return r < 0 ? r : (int) size;
 
+        /* Each lock file counts once, however many lines name it: /proc/locks is made as it is read, and
+         * a line can show twice when other processes take or drop locks between two reads of it. */
+        counted = calloc(n, sizeof(bool));
+        if (!counted)
+                return -ENOMEM;
         locks = fopen("/proc/locks", "re");
         if (!locks)
                 return -errno;
@@ -197,8 +204,11 @@ int uidpool_count_free(const char *state_dir, uid_t uid_min, uid_t uid_max) {
                 if (sscanf(line, "%*u: %15s %*s %*s %*d %x:%x:%" SCNu64, type, &major, &minor, &ino) != 4 ||
                     !streq(type, "FLOCK") || makedev(major, minor) != dev)
                         continue;
-                if (bsearch(&ino, inodes, n, sizeof(uint64_t), inode_cmp))
+                const uint64_t *found = bsearch(&ino, inodes, n, sizeof(uint64_t), inode_cmp);
+                if (found && !counted[found - inodes]) {
+                        counted[found - inodes] = true;
                         held++;
+                }
         }
         return held >= size ? 0 : (int) (size - held);
 }

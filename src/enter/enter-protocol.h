@@ -7,7 +7,11 @@
  *                    the bootstrap cannot read code unless the final stage is active (fail closed);
  *   ENTER_FD_ACK     an EnterAck written once the final stage is active, then closed: the parent treats
  *                    a run without it as a sandbox failure. Its time tells how long the interpreter's
- *                    start took (bench/). */
+ *                    start took (bench/).
+ * One more is not the enter library's but the bootstrap's, placed by the child all the same:
+ *   ENTER_FD_READY   the write end of a pipe that the interpreter's bootstrap closes once it has imported
+ *                    its preloads, just before it reads its code: EOF on the read end tells the warm
+ *                    pool that the run waits for its code (slot.c), not that it merely started. */
 
 #include <stdint.h>
 
@@ -15,7 +19,8 @@
 #define ENTER_FD_FILTER 4
 #define ENTER_FD_CODE 5
 #define ENTER_FD_ACK 6
-#define ENTER_FD_FIRST_FREE 7
+#define ENTER_FD_READY 7
+#define ENTER_FD_FIRST_FREE 8
 #define ENTER_ACK 'K'
 
 typedef struct EnterAck {

@@ -6,6 +6,8 @@
 #include "runtime/runtime.h"
 #include "sandbox/run.h"
 
+_Static_assert(RUNTIME_READY_FD == RUN_READY_FD, "the bootstrap closes the fd the child places");
+
 int languages_sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) {
         RunLanguage languages[_LANGUAGE_MAX];
 

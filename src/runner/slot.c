@@ -10,9 +10,14 @@
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/time-util.h"
 #include "handler.h"
 #include "protocol.h"
+#include "runtime/runtime.h"
 #include "sandbox/run.h"
+
+/* How long a new slot may take to import its preloads before it is offered anyway. */
+#define SLOT_PRELOAD_WAIT_USEC (UINT64_C(60) * USEC_PER_SEC)
 
 DEFINE_POINTER_CLEANUP(PreparedRun *, prepared_run_free);
 
@@ -83,6 +88,21 @@ void slot_main(const HandlerContext *ctx, Language language, bool network, bool 
                 run_failure_done(&failure);
                 _exit(EXIT_FAILURE);
         }
+
+        /* Ready means waiting for its code, its preloads imported (pandas: a third of a second of CPU);
+         * a request handed a slot before that would wait for them. A slot that is slower than this is
+         * offered all the same, as before. */
+        r = prepared_run_wait_waiting(p, SLOT_PRELOAD_WAIT_USEC);
+        if (r == -ESRCH) {
+                log_debug("A %s run of the pool died while importing its preloads",
+                          language_to_string(language));
+                p = prepared_run_free(p);
+                _exit(EXIT_FAILURE);
+        }
+        if (r < 0)
+                log_debug_errno(r,
+                                "A %s run of the pool is not waiting for its code yet, offered anyway: %m",
+                                language_to_string(language));
 
         SlotReady ready = {
                 .magic = SLOT_MESSAGE_MAGIC,

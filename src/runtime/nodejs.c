@@ -21,6 +21,7 @@
         "for(const m of (process.env." RUNTIME_PRELOAD_VARIABLE         \
         "||'').split(','))if(m)try{require(m)}catch{}"                  \
         ";delete process.env." RUNTIME_PRELOAD_VARIABLE ";"             \
+        "try{require('fs').closeSync(" RUNTIME_READY_FD_STR ")}catch{}" \
         "eval(require('fs').readFileSync(3,'utf8'))"
 
 static const char *const nodejs_argv_tail[] = {

@@ -55,6 +55,7 @@
         "_p and exec(\"" PYTHON3_FAST_EXIT "\",{});"                                                  \
         "exec(\"for _m in _p.split(','):\\n try:_m and __import__(_m)\\n except Exception:pass\");"   \
         "_p and __import__('gc').freeze();del _p,_m;"                                                 \
+        "exec(\"try:__import__('os').close(" RUNTIME_READY_FD_STR ")\\nexcept OSError:pass\");"       \
         "exec(compile(__import__('os').fdopen(3,'rb').read(),'<string>','exec'));"                    \
         "__import__('sys')._difysandbox_done=1"
 

@@ -82,6 +82,9 @@ const char *runtime_interpreter(const Runtime *rt, const Config *cfg);
  * prewarm is off). The bootstrap reads the list from DIFYSANDBOX_PRELOAD, comma-separated, and removes
  * the variable before the code runs; a module that fails to import is skipped. */
 #define RUNTIME_PRELOAD_VARIABLE "DIFYSANDBOX_PRELOAD"
+/* The fd the bootstrap closes after its preloads, before it reads its code (ENTER_FD_READY). */
+#define RUNTIME_READY_FD 7
+#define RUNTIME_READY_FD_STR "7"
 char *const *runtime_pool_preload(const Runtime *rt, const Config *cfg);
 unsigned runtime_pool_size(const Runtime *rt, const Config *cfg);
 

@@ -143,7 +143,7 @@ static int lift(int fd) {
 /* stdin is /dev/null of the new root; then stdout, stderr and the enter library's fds in their slots,
  * without close-on-exec; every other fd is marked close-on-exec (the status pipe stays usable until
  * execve() closes it). */
-static int place_fds(int code_fd, int filter_fd, int ack_fd, int out_fd, int err_fd) {
+static int place_fds(int code_fd, int filter_fd, int ack_fd, int ready_fd, int out_fd, int err_fd) {
         int null_fd;
 
         null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -151,7 +151,8 @@ static int place_fds(int code_fd, int filter_fd, int ack_fd, int out_fd, int err
                 return -errno;
         if (dup3(null_fd, STDIN_FILENO, 0) < 0 || dup3(out_fd, STDOUT_FILENO, 0) < 0 ||
             dup3(err_fd, STDERR_FILENO, 0) < 0 || dup3(filter_fd, ENTER_FD_FILTER, 0) < 0 ||
-            dup3(code_fd, ENTER_FD_CODE, 0) < 0 || dup3(ack_fd, ENTER_FD_ACK, 0) < 0)
+            dup3(code_fd, ENTER_FD_CODE, 0) < 0 || dup3(ack_fd, ENTER_FD_ACK, 0) < 0 ||
+            dup3(ready_fd, ENTER_FD_READY, 0) < 0)
                 return -errno;
         /* CODE_FD (3) stays free until the enter library fills it from ENTER_FD_CODE. */
         (void) close(CODE_FD);
@@ -185,7 +186,7 @@ static void build_world(const RunPlan *plan, int status_fd, ChildReport *timing)
 
 void child_run(const RunPlan *plan) {
         ChildReport timing = { .kind = CHILD_REPORT_TIMING };
-        int status_fd, sync_fd, code_fd, filter_fd, ack_fd, out_fd, err_fd;
+        int status_fd, sync_fd, code_fd, filter_fd, ack_fd, ready_fd, out_fd, err_fd;
         char byte;
         int r;
 
@@ -198,11 +199,13 @@ void child_run(const RunPlan *plan) {
         code_fd = lift(plan->code_fd);
         filter_fd = lift(plan->filter_fd);
         ack_fd = lift(plan->ack_fd);
+        ready_fd = lift(plan->ready_fd);
         out_fd = lift(plan->stdout_fd);
         err_fd = lift(plan->stderr_fd);
         if (status_fd < 0)
                 _exit(127);
-        if (sync_fd < 0 || code_fd < 0 || filter_fd < 0 || ack_fd < 0 || out_fd < 0 || err_fd < 0)
+        if (sync_fd < 0 || code_fd < 0 || filter_fd < 0 || ack_fd < 0 || ready_fd < 0 || out_fd < 0 ||
+            err_fd < 0)
                 child_failed(status_fd, RUN_STEP_FDS, -errno);
 
         build_world(plan, status_fd, &timing);
@@ -218,7 +221,7 @@ void child_run(const RunPlan *plan) {
         if (unshare(CLONE_NEWCGROUP) < 0)
                 child_failed(status_fd, RUN_STEP_CGROUPNS, -errno);
 
-        r = place_fds(code_fd, filter_fd, ack_fd, out_fd, err_fd);
+        r = place_fds(code_fd, filter_fd, ack_fd, ready_fd, out_fd, err_fd);
         if (r < 0)
                 child_failed(status_fd, RUN_STEP_FDS, r);
 

@@ -68,6 +68,7 @@ typedef struct RunPlan {
         int code_fd;   /* read: the code, becomes ENTER_FD_CODE */
         int filter_fd; /* read: the final stage, becomes ENTER_FD_FILTER */
         int ack_fd;    /* write: becomes ENTER_FD_ACK */
+        int ready_fd;  /* write: becomes ENTER_FD_READY, which the bootstrap closes */
         int stdout_fd, stderr_fd;
         int proxy_sock; /* with network: where the egress listener goes (SCM_RIGHTS); else -EBADF */
 } RunPlan;

@@ -32,6 +32,7 @@
 #include "common/strv.h"
 #include "common/time-util.h"
 #include "common/utf8.h"
+#include "enter/enter-protocol.h"
 #include "egress/egress.h"
 #include "instance.h"
 #include "netns.h"
@@ -407,23 +408,23 @@ static int plan_strings_make(const Config *cfg, const RunLanguage *lang, bool ne
 }
 
 typedef struct Pipes {
-        int fds[7][2];
+        int fds[8][2];
 } Pipes;
-enum { PIPE_SYNC, PIPE_STATUS, PIPE_CODE, PIPE_FILTER, PIPE_ACK, PIPE_STDOUT, PIPE_STDERR };
+enum { PIPE_SYNC, PIPE_STATUS, PIPE_CODE, PIPE_FILTER, PIPE_ACK, PIPE_STDOUT, PIPE_STDERR, PIPE_READY };
 
 static void pipes_close(Pipes *p) {
-        for (int i = 0; i < 7; i++)
+        for (size_t i = 0; i < ELEMENTSOF(p->fds); i++)
                 for (int j = 0; j < 2; j++)
                         p->fds[i][j] = safe_close(p->fds[i][j]);
 }
 
 static void pipes_init(Pipes *p) {
-        for (int i = 0; i < 7; i++)
+        for (size_t i = 0; i < ELEMENTSOF(p->fds); i++)
                 p->fds[i][0] = p->fds[i][1] = -EBADF;
 }
 
 static int pipes_open(Pipes *p) {
-        for (int i = 0; i < 7; i++)
+        for (size_t i = 0; i < ELEMENTSOF(p->fds); i++)
                 if (pipe2(p->fds[i], O_CLOEXEC) < 0)
                         return -errno;
         return 0;
@@ -547,7 +548,8 @@ struct PreparedRun {
         Generation packages; /* its current generation when the run was made, share-locked until freed */
         pid_t pid;           /* 0 once reaped */
         int pidfd, code_fd, status_fd, ack_fd, stdout_fd, stderr_fd;
-        int oom_fd; /* in a scope: its OOM counter, opened while it exists (cgroup_open_oom_counter()) */
+        int ready_fd; /* EOF once the interpreter waits for its code (ENTER_FD_READY) */
+        int oom_fd;   /* in a scope: its OOM counter, opened while it exists (cgroup_open_oom_counter()) */
         uint64_t cpu_limit_usec;
         char id[RUN_ID_LEN + 1];
         uint64_t start, t_uid, t_cgroup, t_clone, t_spawned, t_released; /* CLOCK_MONOTONIC */
@@ -566,6 +568,7 @@ PreparedRun *prepared_run_free(PreparedRun *p) {
         (void) safe_close(p->code_fd);
         (void) safe_close(p->status_fd);
         (void) safe_close(p->ack_fd);
+        (void) safe_close(p->ready_fd);
         (void) safe_close(p->stdout_fd);
         (void) safe_close(p->stderr_fd);
         (void) safe_close(p->oom_fd);
@@ -579,8 +582,40 @@ PreparedRun *prepared_run_free(PreparedRun *p) {
 
 DEFINE_POINTER_CLEANUP(PreparedRun *, prepared_run_free);
 
+_Static_assert(RUN_READY_FD == ENTER_FD_READY, "run.h's promise to the bootstraps is the child's fd");
+
 uint64_t prepared_run_packages_generation(const PreparedRun *p) {
         return p->packages.number;
+}
+
+int prepared_run_wait_waiting(PreparedRun *p, uint64_t timeout_usec) {
+        uint64_t deadline = now(CLOCK_MONOTONIC) + timeout_usec;
+
+        for (;;) {
+                struct pollfd pfds[2] = {
+                        { .fd = p->ready_fd, .events = POLLIN },
+                        { .fd = p->pidfd, .events = POLLIN }, /* readable: it died */
+                };
+                uint64_t t = now(CLOCK_MONOTONIC);
+                char byte;
+
+                if (t >= deadline)
+                        return -ETIMEDOUT;
+                int n = poll(pfds, 2, (int) ((deadline - t + 999) / 1000));
+                if (n < 0 && errno != EINTR)
+                        return -errno;
+                if (n <= 0)
+                        continue;
+                if (pfds[1].revents)
+                        return -ESRCH;
+                if (pfds[0].revents) {
+                        ssize_t r = read(p->ready_fd, &byte, 1); /* nobody writes: EOF, or an error */
+                        if (r < 0 && errno == EINTR)
+                                continue;
+                        p->ready_fd = safe_close(p->ready_fd);
+                        return r == 0 ? 0 : -EIO;
+                }
+        }
 }
 
 int prepared_run_pidfd(const PreparedRun *p) {
@@ -616,6 +651,7 @@ static int prepared_run_new(const Config *cfg, const RunRequest *req, PreparedRu
                 .code_fd = -EBADF,
                 .status_fd = -EBADF,
                 .ack_fd = -EBADF,
+                .ready_fd = -EBADF,
                 .stdout_fd = -EBADF,
                 .stderr_fd = -EBADF,
                 .oom_fd = -EBADF,
@@ -719,6 +755,7 @@ static RunPlan plan_make(const Sandbox *sb, const PreparedRun *p, const char *ro
                 .code_fd = pipes->fds[PIPE_CODE][0],
                 .filter_fd = pipes->fds[PIPE_FILTER][0],
                 .ack_fd = pipes->fds[PIPE_ACK][1],
+                .ready_fd = pipes->fds[PIPE_READY][1],
                 .stdout_fd = pipes->fds[PIPE_STDOUT][1],
                 .stderr_fd = pipes->fds[PIPE_STDERR][1],
                 .proxy_sock = proxy_sock,
@@ -750,11 +787,13 @@ static int spawn(Sandbox *sb, PreparedRun *p, const RunPlan *plan, Pipes *pipes,
         pipes->fds[PIPE_ACK][1] = safe_close(pipes->fds[PIPE_ACK][1]);
         pipes->fds[PIPE_STDOUT][1] = safe_close(pipes->fds[PIPE_STDOUT][1]);
         pipes->fds[PIPE_STDERR][1] = safe_close(pipes->fds[PIPE_STDERR][1]);
+        pipes->fds[PIPE_READY][1] = safe_close(pipes->fds[PIPE_READY][1]);
         p->code_fd = TAKE_FD(pipes->fds[PIPE_CODE][1]);
         p->status_fd = TAKE_FD(pipes->fds[PIPE_STATUS][0]);
         p->ack_fd = TAKE_FD(pipes->fds[PIPE_ACK][0]);
         p->stdout_fd = TAKE_FD(pipes->fds[PIPE_STDOUT][0]);
         p->stderr_fd = TAKE_FD(pipes->fds[PIPE_STDERR][0]);
+        p->ready_fd = TAKE_FD(pipes->fds[PIPE_READY][0]);
 
         p->pidfd = (int) syscall(SYS_pidfd_open, p->pid, 0);
         return p->pidfd < 0 ? fail(reterr, RUN_STEP_SPAWN, -errno, NULL) : 0;

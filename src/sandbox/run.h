@@ -120,6 +120,12 @@ int prepared_run_execute(Sandbox *sb, PreparedRun *p, const char *code, size_t c
  * interpreter has died while it waited. */
 uint64_t prepared_run_packages_generation(const PreparedRun *p);
 int prepared_run_pidfd(const PreparedRun *p);
+/* Waits until the interpreter has imported its preloads and waits for its code (its bootstrap closed
+ * ENTER_FD_READY), so that a request handed this run does not wait for the imports. -ESRCH: it died;
+ * -ETIMEDOUT: not within timeout_usec. */
+int prepared_run_wait_waiting(PreparedRun *p, uint64_t timeout_usec);
+/* The fd that the bootstrap of a language must close once its preloads are imported (ENTER_FD_READY). */
+#define RUN_READY_FD 7
 /* Kills and reaps a run that never got its code, and frees what it held. NULL-safe. */
 PreparedRun *prepared_run_free(PreparedRun *p);
 void run_output_done(RunOutput *out);

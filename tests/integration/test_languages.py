@@ -202,6 +202,36 @@ def test_python_exit_code(run):
     assert res['stdout'] == 'before\n', res.show()
 
 
+# A module whose objects only the interpreter's teardown would finalize: Python does not promise that
+# teardown, and a run whose code returns normally skips it (src/runtime/python3.c, the fast exit).
+EXIT_ORDER = (
+    'import atexit, sys, threading, time, types\n'
+    'class Noisy:\n'
+    '    def __init__(self, name): self.name = name\n'
+    '    def __del__(self): print(self.name, flush=True)\n'
+    'module = types.ModuleType("kept_by_sys_modules")\n'
+    'module.obj = Noisy("module teardown")\n'
+    'sys.modules[module.__name__] = module\n'
+    'keep = Noisy("finalizer")\n'
+    'atexit.register(lambda: print("atexit", flush=True))\n'
+    'threading.Thread(target=lambda: (time.sleep(0.2), print("thread", flush=True))).start()\n'
+    'print("code")\n'
+)
+
+
+def test_python_exit_keeps_a_scripts_order_without_the_teardown(run):
+    """Every run, not only a preloaded one of the pool: what a script expects of its exit happens, in order
+    (threads joined, atexit handlers, its own objects' finalizers), and the interpreter's module teardown,
+    4 ms of a bare run, does not. An exit the code asks for is the interpreter's own, teardown and all."""
+    res = run(EXIT_ORDER)
+    assert ok(res).splitlines() == ['code', 'thread', 'atexit', 'finalizer'], res.show()
+    res = run(EXIT_ORDER + 'sys.exit(3)\n')
+    contract(res)
+    assert res['exit_code'] == 3, res.show()
+    lines = res['stdout'].splitlines()
+    assert lines[:3] == ['code', 'thread', 'atexit'] and 'module teardown' in lines[3:], res.show()
+
+
 def test_python_traceback(run):
     res = run('d = {}\nprint("start")\nd["missing"]\n')
     contract(res)

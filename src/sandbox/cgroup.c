@@ -627,11 +627,10 @@ int cgroup_run_stats(RunCgroup *cg, uint64_t *ret_oom_kills, uint64_t *ret_memor
 RunCgroup *cgroup_run_destroy(RunCgroup *cg) {
         if (!cg)
                 return NULL;
+        /* What stays is removed by the next holder of the UID, or by the runner's sweep. */
         for (Hierarchy h = 0; h < _HIERARCHY_MAX; h++) {
                 if (cg->path[h])
-                        (void) remove_cgroup(cg->path[h], cg->layout->v2,
-                                             true); /* what stays is removed by
-                                                     * the next holder of the UID */
+                        (void) remove_cgroup(cg->path[h], cg->layout->v2, true);
                 free(cg->path[h]);
         }
         free(cg);

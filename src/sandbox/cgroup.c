@@ -101,7 +101,19 @@ static int read_number(const char *dir, const char *file, uint64_t *ret) {
 
 /* The mount point of the hierarchy whose super options name controller (v1), or of cgroup2 when
  * controller is NULL, with the mount's root (usually "/"). From /proc/self/mountinfo. */
-static int find_mount(const char *controller, char **ret_mount, char **ret_root) {
+/* Whether the comma-separated options hold opt (options is not changed). */
+static bool has_option(const char *options, const char *opt) {
+        size_t len = strlen(opt);
+
+        for (const char *o = options; o; o = strchr(o, ',') ? strchr(o, ',') + 1 : NULL)
+                if (strncmp(o, opt, len) == 0 && (o[len] == ',' || o[len] == '\0'))
+                        return true;
+        return false;
+}
+
+/* ret_local_events (NULL-able, unified hierarchy only): whether it is mounted with memory_localevents,
+ * under which a cgroup's memory.events count its own events and not its subtree's. */
+static int find_mount(const char *controller, char **ret_mount, char **ret_root, bool *ret_local_events) {
         _cleanup_(fclosep) FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
         size_t n = 0;
@@ -126,6 +138,8 @@ static int find_mount(const char *controller, char **ret_mount, char **ret_root)
                 if (!controller) {
                         if (strcmp(fstype, "cgroup2") != 0)
                                 continue;
+                        if (ret_local_events)
+                                *ret_local_events = has_option(super, "memory_localevents");
                 } else {
                         bool found = false;
                         if (strcmp(fstype, "cgroup") != 0)
@@ -190,12 +204,13 @@ static int proc_cgroup(pid_t pid, const char *controller, char **ret) {
 
 /* The directory of pid's cgroup (0: ours) in the hierarchy of controller ("" for the unified one),
  * through its mount: *ret_mount, and *ret_rel relative to it ("" for the mount's root). */
-static int cgroup_dir(pid_t pid, const char *controller, char **ret_mount, char **ret_rel) {
+static int cgroup_dir(pid_t pid, const char *controller, char **ret_mount, char **ret_rel,
+                      bool *ret_local_events) {
         _cleanup_free_ char *mount = NULL, *root = NULL, *own = NULL, *rel = NULL;
         const char *p;
         int r;
 
-        r = find_mount(*controller ? controller : NULL, &mount, &root);
+        r = find_mount(*controller ? controller : NULL, &mount, &root, ret_local_events);
         if (r < 0)
                 return r;
         r = proc_cgroup(pid, controller, &own);
@@ -221,7 +236,7 @@ static int base_path(const char *controller, char **ret) {
         _cleanup_free_ char *mount = NULL, *rel = NULL;
         int r;
 
-        r = cgroup_dir(0, controller, &mount, &rel);
+        r = cgroup_dir(0, controller, &mount, &rel, NULL);
         if (r < 0)
                 return r;
         /* On v2 we moved ourselves into a leaf of our cgroup (move_into_leaf()); our cgroup is its
@@ -552,15 +567,17 @@ int cgroup_run_open(RunCgroup *cg) {
         return fd < 0 ? -errno : fd;
 }
 
-int cgroup_open_oom_counter(pid_t pid, const char *name) {
-        _cleanup_free_ char *mount = NULL, *rel = NULL, *path = NULL;
+int cgroup_open_oom_counter(pid_t pid, const char *name, int *ret_parent_fd) {
+        _cleanup_free_ char *mount = NULL, *rel = NULL, *path = NULL, *parent = NULL;
         const char *file = "memory.oom_control", *base;
+        bool local_events = false;
         int r, fd;
 
+        *ret_parent_fd = -EOPNOTSUPP;
         /* The memory controller is on v1 (a hybrid host) or on the unified hierarchy. */
-        r = cgroup_dir(pid, "memory", &mount, &rel);
+        r = cgroup_dir(pid, "memory", &mount, &rel, NULL);
         if (r == -ENOENT) {
-                r = cgroup_dir(pid, "", &mount, &rel);
+                r = cgroup_dir(pid, "", &mount, &rel, &local_events);
                 file = "memory.events";
         }
         if (r < 0)
@@ -574,7 +591,17 @@ int cgroup_open_oom_counter(pid_t pid, const char *name) {
         if (asprintf(&path, "%s%s/%s", mount, rel, file) < 0)
                 return -ENOMEM;
         fd = open(path, O_RDONLY | O_CLOEXEC);
-        return fd < 0 ? -errno : fd;
+        if (fd < 0)
+                return -errno;
+        /* v2's memory.events of the parent (the runs slice) count the kills of its whole subtree, unless
+         * memory_localevents; v1's memory.oom_control counts a cgroup's own only. */
+        if (streq(file, "memory.events") && !local_events &&
+            asprintf(&parent, "%s%.*s/%s", mount, (int) (base - rel), rel, file) >= 0) {
+                *ret_parent_fd = open(parent, O_RDONLY | O_CLOEXEC);
+                if (*ret_parent_fd < 0)
+                        *ret_parent_fd = -errno;
+        }
+        return fd;
 }
 
 int cgroup_read_oom_kills(int fd, uint64_t *ret) {

@@ -51,8 +51,9 @@ int cgroup_run_stats(RunCgroup *cg, uint64_t *ret_oom_kills, uint64_t *ret_memor
 /* For a run in a systemd scope, which systemd removes as soon as it is empty: an fd of the file that
  * counts OOM kills in pid's memory cgroup (v2 memory.events; v1 memory.oom_control), opened while pid
  * lives, for cgroup_read_oom_kills() when it dies. -ENOENT unless that cgroup is the scope's own, named
- * name (not one it shares with others). */
-int cgroup_open_oom_counter(pid_t pid, const char *name);
+ * name (not one it shares with others). *ret_parent_fd: where the parent's file counts its whole
+ * subtree's kills (v2 without memory_localevents), that file, which outlives the scope; else -errno. */
+int cgroup_open_oom_counter(pid_t pid, const char *name, int *ret_parent_fd);
 /* The oom_kill count of such a file; -ENODEV once the cgroup is gone. */
 int cgroup_read_oom_kills(int fd, uint64_t *ret);
 /* Kills whatever is left in the run cgroup (all of it is the run's) and removes it. NULL-safe. */

@@ -57,6 +57,7 @@ struct Sandbox {
         ScopeManager *scopes;   /* systemd is PID 1: runs go into transient scopes */
         CgroupLayout *cgroups;  /* otherwise: cgroupfs below our own cgroup */
         bool clone_into_cgroup; /* v2 standalone: a run is born in its cgroup (clone_child()) */
+        bool scope_oom_counter; /* in a scope: a run reads its OOM count (env_switch()) */
         cap_t no_caps;
         RunLanguage *languages; /* sandbox_new()'s table, indexed by RunRequest.language */
         size_t n_languages;
@@ -104,10 +105,13 @@ void sandbox_sweep(Sandbox *sb) {
                 sweep_stale_cgroups(sb, /* wait= */ false);
 }
 
-/* DIFYSANDBOX_CLONE_INTO_CGROUP=0 makes runs on v2 take the migration path of v1 (clone, then attach):
- * to measure what clone3(CLONE_INTO_CGROUP) saves, or to rule it out. */
-static int clone_into_cgroup_wanted(bool *ret) {
-        const char *v = getenv("DIFYSANDBOX_CLONE_INTO_CGROUP");
+/* A switch of the environment for measuring and testing, on unless it is 0:
+ * - DIFYSANDBOX_CLONE_INTO_CGROUP=0 makes runs on v2 take the migration path of v1 (clone, then attach),
+ *   to measure what clone3(CLONE_INTO_CGROUP) saves, or to rule it out;
+ * - DIFYSANDBOX_SCOPE_OOM_COUNTER=0 has a run in a scope read no count of its own, as when systemd
+ *   removes the scope before its exit: what decides then is tested (tests/vm). */
+static int env_switch(const char *name, bool *ret) {
+        const char *v = getenv(name);
 
         if (!v || streq(v, "1"))
                 *ret = true;
@@ -149,13 +153,16 @@ int sandbox_new(const Config *cfg, const RunLanguage *languages, size_t n_langua
                         return fail(reterr, RUN_STEP_CGROUP, r,
                                     "no usable memory, pids and cpu cgroup controllers");
                 sweep_stale_cgroups(sb, /* wait= */ true);
-                r = clone_into_cgroup_wanted(&sb->clone_into_cgroup);
+                r = env_switch("DIFYSANDBOX_CLONE_INTO_CGROUP", &sb->clone_into_cgroup);
                 if (r < 0)
                         return fail(reterr, RUN_STEP_CGROUP, r,
                                     "DIFYSANDBOX_CLONE_INTO_CGROUP must be 0 or 1 (unset means 1)");
                 sb->clone_into_cgroup = sb->clone_into_cgroup && cgroup_layout_is_v2(sb->cgroups);
         } else if (r < 0)
                 return fail(reterr, RUN_STEP_SCOPE, r, "cannot connect to systemd on the system bus");
+        else if (env_switch("DIFYSANDBOX_SCOPE_OOM_COUNTER", &sb->scope_oom_counter) < 0)
+                return fail(reterr, RUN_STEP_SCOPE, -EINVAL,
+                            "DIFYSANDBOX_SCOPE_OOM_COUNTER must be 0 or 1 (unset means 1)");
 
         sb->no_caps = cap_init(); /* empty: the child sets it after setuid() */
         if (!sb->no_caps)
@@ -496,12 +503,12 @@ static int attach(Sandbox *sb, RunCgroup *cg, const char *id, pid_t pid, const C
         return r < 0 ? fail(reterr, RUN_STEP_SCOPE, r, why ? why : unit) : 0;
 }
 
-/* The OOM counter of the run's scope (cgroup_open_oom_counter()), or a negative errno. */
-static int open_scope_oom_counter(pid_t pid, const char *id) {
+/* The OOM counters of the run's scope and of its slice (cgroup_open_oom_counter()), or a negative errno. */
+static int open_scope_oom_counter(pid_t pid, const char *id, int *ret_slice_fd) {
         char unit[RUN_ID_LEN + sizeof("difysandbox-run-.scope")];
 
         (void) snprintf(unit, sizeof(unit), "difysandbox-run-%s.scope", id);
-        return cgroup_open_oom_counter(pid, unit);
+        return cgroup_open_oom_counter(pid, unit, ret_slice_fd);
 }
 
 /* Releasing the child failed. If it is because the child is gone (EPIPE: nobody reads the sync pipe), it
@@ -550,6 +557,7 @@ struct PreparedRun {
         int pidfd, code_fd, status_fd, ack_fd, stdout_fd, stderr_fd;
         int ready_fd; /* EOF once the interpreter waits for its code (ENTER_FD_READY) */
         int oom_fd;   /* in a scope: its OOM counter, opened while it exists (cgroup_open_oom_counter()) */
+        int slice_oom_fd; /* and its slice's, which counts the kills of every run in it (v2) */
         uint64_t cpu_limit_usec;
         char id[RUN_ID_LEN + 1];
         uint64_t start, t_uid, t_cgroup, t_clone, t_spawned, t_released; /* CLOCK_MONOTONIC */
@@ -572,6 +580,7 @@ PreparedRun *prepared_run_free(PreparedRun *p) {
         (void) safe_close(p->stdout_fd);
         (void) safe_close(p->stderr_fd);
         (void) safe_close(p->oom_fd);
+        (void) safe_close(p->slice_oom_fd);
         (void) cgroup_run_destroy(p->cg);
         (void) uidpool_release(p->lease);
         generation_release(&p->packages); /* the run is gone: collection may take it now */
@@ -655,6 +664,7 @@ static int prepared_run_new(const Config *cfg, const RunRequest *req, PreparedRu
                 .stdout_fd = -EBADF,
                 .stderr_fd = -EBADF,
                 .oom_fd = -EBADF,
+                .slice_oom_fd = -EBADF,
                 .cpu_limit_usec = (cfg->cpu_time_usec + 999999) / 1000000 * 1000000,
                 .start = now(CLOCK_MONOTONIC),
         };
@@ -809,8 +819,11 @@ static int release(Sandbox *sb, PreparedRun *p, bool born_in_cgroup, const Cgrou
         r = born_in_cgroup ? 0 : attach(sb, p->cg, p->id, p->pid, limits, reterr);
         if (r < 0)
                 return r;
-        if (!p->cg) /* best effort: without it the cause of a SIGKILL is inferred */
-                p->oom_fd = open_scope_oom_counter(p->pid, p->id);
+        if (!p->cg) { /* best effort: without it the cause of a SIGKILL is inferred */
+                p->oom_fd = open_scope_oom_counter(p->pid, p->id, &p->slice_oom_fd);
+                if (!sb->scope_oom_counter)
+                        p->oom_fd = safe_close(p->oom_fd);
+        }
         if (write(sync_fd, "1", 1) != 1)
                 return sync_failed(p->status_fd, -errno, reterr);
         if (p->network) {
@@ -893,10 +906,15 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
 
 /* The OOM kills of a run in a scope, read while systemd has not yet removed it: on each change of the
  * counter file, and last when PID 1 exits. The count is evidence when that last read worked, or when an
- * earlier one already saw a kill; else (systemd was faster) the cause is inferred. */
+ * earlier one already saw a kill. When systemd was faster, the slice's count (v2: the kills of all its
+ * runs) is evidence of none if it did not move from the code's hand-over to the exit; else the cause
+ * is inferred. */
 typedef struct OomWatch {
-        uint64_t kills; /* the most seen */
-        bool last_ok;   /* the latest read worked (after the pump: the one at the exit) */
+        uint64_t kills;       /* the most seen */
+        bool last_ok;         /* the latest read worked (after the pump: the one at the exit) */
+        bool slice_before_ok; /* slice_before was read, before the code was handed over */
+        uint64_t slice_before;
+        bool slice_quiet; /* the slice's count was the same at the exit: no run in it was OOM-killed */
 } OomWatch;
 
 static bool oom_watch_read(int fd, void *userdata) {
@@ -938,12 +956,18 @@ static int pump_and_reap(const Config *cfg, PreparedRun *p, const char *code, si
                 .on_events = p->oom_fd >= 0 ? oom_watch_read : NULL,
                 .userdata = oom_watch,
         };
+        uint64_t n;
         int r;
 
+        oom_watch->slice_before_ok = p->slice_oom_fd >= 0 &&
+                                     cgroup_read_oom_kills(p->slice_oom_fd, &oom_watch->slice_before) >= 0;
         r = output_pump(&ofds, code, code_len, cfg->output_max, deadline_usec, ret_rep);
         if (wait4(p->pid, ret_status, 0, ret_ru) < 0 && r >= 0)
                 r = -errno;
         p->pid = 0;
+        oom_watch->slice_quiet = oom_watch->slice_before_ok &&
+                                 cgroup_read_oom_kills(p->slice_oom_fd, &n) >= 0 &&
+                                 n == oom_watch->slice_before;
         return r;
 }
 
@@ -999,7 +1023,8 @@ static RunOutput classify(const PreparedRun *p, const OutputReport *rep, const O
                                  !rep->output_truncated && cpu + 250000 >= p->cpu_limit_usec,
                 .output_truncated = rep->output_truncated,
                 .oom_kills = oom,
-                .oom_unobservable = !p->cg && !oom_watch->last_ok && oom_watch->kills == 0,
+                .oom_unobservable =
+                        !p->cg && !oom_watch->last_ok && oom_watch->kills == 0 && !oom_watch->slice_quiet,
         };
 
         return (RunOutput){

@@ -99,19 +99,22 @@ static int read_number(const char *dir, const char *file, uint64_t *ret) {
         return parse_uint64(text, ret);
 }
 
-/* The mount point of the hierarchy whose super options name controller (v1), or of cgroup2 when
- * controller is NULL, with the mount's root (usually "/"). From /proc/self/mountinfo. */
 /* Whether the comma-separated options hold opt (options is not changed). */
 static bool has_option(const char *options, const char *opt) {
         size_t len = strlen(opt);
 
-        for (const char *o = options; o; o = strchr(o, ',') ? strchr(o, ',') + 1 : NULL)
+        for (const char *o = options;; o++) {
                 if (strncmp(o, opt, len) == 0 && (o[len] == ',' || o[len] == '\0'))
                         return true;
-        return false;
+                o = strchr(o, ',');
+                if (!o)
+                        return false;
+        }
 }
 
-/* ret_local_events (NULL-able, unified hierarchy only): whether it is mounted with memory_localevents,
+/* The mount point of the hierarchy whose super options name controller (v1), or of cgroup2 when
+ * controller is NULL, with the mount's root (usually "/"). From /proc/self/mountinfo.
+ * ret_local_events (NULL-able, unified hierarchy only): whether it is mounted with memory_localevents,
  * under which a cgroup's memory.events count its own events and not its subtree's. */
 static int find_mount(const char *controller, char **ret_mount, char **ret_root, bool *ret_local_events) {
         _cleanup_(fclosep) FILE *f = NULL;

@@ -1,4 +1,5 @@
 # expect-result: seccomp
+# host-probe: int80
 # attack: i386 int 0x80 fork (eax=2); the child exits at once
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

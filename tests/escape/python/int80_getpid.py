@@ -1,4 +1,5 @@
 # expect-result: seccomp
+# host-probe: int80
 # attack: i386 int 0x80 getpid (eax=20) from an RWX page
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

@@ -1,4 +1,5 @@
 # expect-result: seccomp
+# host-probe: int80
 # attack: i386 int 0x80 setuid32(0) (eax=213)
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

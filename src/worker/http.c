@@ -114,6 +114,7 @@ typedef struct Http {
         RunnerClient *runner; /* not owned: where runs and the configuration come from */
         Api *api;
         int fd;      /* the connection; libmicrohttpd owns it, the loop only polls it while idle */
+        bool open;   /* handed to libmicrohttpd and not yet closed by it: see connection_notified() */
         bool linger; /* an answer was sent with a body left unread: drop the rest before closing */
         char peer[PEER_MAX];
         size_t body_max;
@@ -546,11 +547,14 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connecti
         return on_request_complete(h, connection, url, method, rq);
 }
 
-static int connections_open(struct MHD_Daemon *daemon) {
-        const union MHD_DaemonInfo *info;
+/* The connection's end, as libmicrohttpd reports it. Its own count of connections cannot say this: 1.0
+ * counts a connection only once MHD_run() has processed it, 0.9.75 right in MHD_add_connection(). */
+static void connection_notified(void *cls, struct MHD_Connection *connection, void **socket_context,
+                                enum MHD_ConnectionNotificationCode toe) {
+        Http *h = cls;
 
-        info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-        return info ? (int) info->num_connections : 0;
+        if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
+                h->open = false;
 }
 
 static int timeout_msec(struct MHD_Daemon *daemon, uint64_t limit_usec) {
@@ -655,7 +659,7 @@ static bool line_timeout(Http *h, struct MHD_Daemon *daemon) {
         /* libmicrohttpd may have answered a malformed line itself and only not yet closed: then it is
          * done, and nothing more is owed. Or the line came in this very instant: then it is served. */
         (void) MHD_run(daemon);
-        if (connections_open(daemon) == 0)
+        if (!h->open)
                 return true;
         if (h->line_deadline == 0)
                 return false;
@@ -680,7 +684,7 @@ static bool line_timeout(Http *h, struct MHD_Daemon *daemon) {
 
 /* Drives libmicrohttpd until the connection is closed or a limit drops it. */
 static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_mask) {
-        while (connections_open(daemon) > 0) {
+        while (h->open) {
                 uint64_t now_usec = now(CLOCK_MONOTONIC), limit;
 
                 if (h->line_deadline > 0 && now_usec >= h->line_deadline && line_timeout(h, daemon))
@@ -776,14 +780,18 @@ int http_serve_connection(const Config *cfg, uint64_t config_generation, bool re
                                   (size_t) MHD_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_SEC,
                                   MHD_OPTION_URI_LOG_CALLBACK, request_started, &h,
                                   MHD_OPTION_NOTIFY_COMPLETED, request_completed, &h,
+                                  MHD_OPTION_NOTIFY_CONNECTION, connection_notified, &h,
                                   MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL, MHD_OPTION_END);
         if (!daemon)
                 r = log_error_errno(-EIO, "Cannot start libmicrohttpd for the connection from %s", h.peer);
-        else if (MHD_add_connection(daemon, TAKE_FD(conn_fd), (const struct sockaddr *) &ss, ss_len) !=
-                 MHD_YES)
-                r = log_error_errno(-errno, "Cannot serve the connection from %s: %m", h.peer);
-        else
-                r = serve_loop(&h, daemon, &idle_mask);
+        else {
+                h.open = true; /* until libmicrohttpd reports the close, which may come inside this call */
+                if (MHD_add_connection(daemon, TAKE_FD(conn_fd), (const struct sockaddr *) &ss, ss_len) !=
+                    MHD_YES)
+                        r = log_error_errno(-errno, "Cannot serve the connection from %s: %m", h.peer);
+                else
+                        r = serve_loop(&h, daemon, &idle_mask);
+        }
         if (daemon)
                 MHD_stop_daemon(TAKE_PTR(daemon)); /* closes its descriptor; a request in it is recorded */
         if (h.linger) {

@@ -60,7 +60,7 @@ static const SyscallRule nodejs_rules[] = {
         { "epoll_pwait",    RULE_ALLOW,         "libuv event loop" },
         { "epoll_wait",     RULE_ALLOW,         "libuv event loop of Debian's Node.js 18 (20 uses epoll_pwait)", RULE_ARCH_X86_64 },
         { "eventfd2",       RULE_ALLOW,         "libuv async handles" },
-        { "fstat",          RULE_ALLOW,         "libuv fs.fstat" },
+        { "fchown",         RULE_EPERM,         "libuv 1.48+ (Debian 13) copies the owner in fs.copyFile; runs own their files already" },
         { "getpeername",    RULE_NETWORK,       "socket.remoteAddress" },
         { "getsockname",    RULE_NETWORK,       "socket.localAddress" },
         { "getsockopt",     RULE_NETWORK,       "SO_ERROR after a non-blocking connect" },

@@ -1,5 +1,6 @@
 /* seccomp-policy: the rows common to both interpreters. Sources: ../shared/reference/syscalls.md (measured
- * on Debian 12's Python 3.11 and Node.js 20). Rows are sorted by name; every row gives its reason. */
+ * on Debian 12's Python 3.11 and Node.js 20) and docs/syscalls-trixie.md (Debian 13's glibc 2.41, Python
+ * 3.13 and Node.js 20.19 with its system libuv). Rows are sorted by name; every row gives its reason. */
 
 #include "seccomp-policy.h"
 
@@ -42,6 +43,7 @@ static const SyscallRule common_rules[] = {
         { "fcntl",             RULE_ALLOW,       "F_GETFD/F_GETFL/F_SETFD/F_DUPFD_CLOEXEC on the run's own fds" },
         { "fdatasync",         RULE_ALLOW,       "flushing files under /tmp (sqlite3, file APIs)" },
         { "flock",             RULE_ALLOW,       "file locks on the run's own files (sqlite3); nothing else is writable" },
+        { "fstat",             RULE_ALLOW,       "fstat(): glibc 2.41 calls it directly (2.36 used newfstatat); libuv's fs.fstat" },
         { "fstatfs",           RULE_ENOSYS,      "fstatfs(open(\"/\")) would show the host disk under the tree; neither interpreter needs it" },
         { "fsync",             RULE_ALLOW,       "flushing files under /tmp (sqlite3, file APIs)" },
         { "ftruncate",         RULE_ALLOW,       "truncating files under /tmp (sqlite3, file APIs)" },
@@ -64,6 +66,7 @@ static const SyscallRule common_rules[] = {
         { "gettid",            RULE_ALLOW,       "thread ids" },
         { "gettimeofday",      RULE_ALLOW,       "time: vDSO fallback on clocksources the vDSO cannot read" },
         { "getuid",            RULE_ALLOW,       "site.py, pwd lookups of the run's own user" },
+        { "io_uring_setup",    RULE_ENOSYS,      "libuv 1.48+ probes it at start-up and falls back to epoll; never allowed" },
         { "ioctl",             RULE_IOCTL,       "isatty and socket queries only: see the ioctl table" },
         { "kill",              RULE_ALLOW,       "signals within the run: its PID namespace holds nothing else" },
         { "link",              RULE_ALLOW,       "os.link() under /tmp; hard links cannot leave a filesystem", RULE_ARCH_X86_64 },
@@ -78,6 +81,7 @@ static const SyscallRule common_rules[] = {
         { "munmap",            RULE_ALLOW,       "freeing memory" },
         { "nanosleep",         RULE_ALLOW,       "sleeps in libraries that do not use clock_nanosleep" },
         { "newfstatat",        RULE_ALLOW,       "stat() and fstat() (glibc 2.36 implements fstat with it)" },
+        { "open",              RULE_ENOSYS,      "Python 3.13's mimalloc probes /proc/sys/vm/overcommit_memory with raw open(2) and keeps its default", RULE_ARCH_X86_64 },
         { "openat",            RULE_ALLOW,       "opening files: the read-only root and the run's /tmp" },
         { "poll",              RULE_ALLOW,       "waiting on the run's own fds (socket timeouts, resolver)", RULE_ARCH_X86_64 },
         { "ppoll",             RULE_ALLOW,       "waiting on the run's own fds" },

@@ -248,13 +248,17 @@ static void test_never_allow_only_execve_at_startup(void **state) {
         Table tables[_LANGUAGE_MAX + 1];
         size_t n = get_tables(tables), found = 0;
 
-        /* The one exception: the exec stage must let the child exec the interpreter. RULE_STARTUP rows
-         * are not compiled into the final stage, which is what user code runs under. */
+        /* The one exception that lets a call through: the exec stage must let the child exec the
+         * interpreter. RULE_STARTUP rows are not compiled into the final stage, which is what user code runs
+         * under. A row that makes the filter itself fail the call (a runtime that only probes it, as libuv
+         * does io_uring_setup) lets nothing through, so it is no exception. */
         for (size_t t = 0; t < n; t++)
                 for (size_t i = 0; i < tables[t].n; i++) {
                         const SyscallRule *r = &tables[t].rules[i];
 
                         if (!never_allowed(r->name))
+                                continue;
+                        if (r->action == RULE_ENOSYS || r->action == RULE_EPERM)
                                 continue;
                         if (t != 0 || !streq(r->name, "execve"))
                                 fail_msg("%s: never-allow name '%s' has a row", tables[t].label, r->name);

@@ -1,5 +1,5 @@
-# expect-result: seccomp
-# attack: io_uring_setup (syscall 425) with 8 entries
+# expect-result: ok
+# attack: io_uring_setup (syscall 425) with 8 entries: the filter answers ENOSYS (libuv probes it), never the kernel
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'
 libc = ctypes.CDLL(None, use_errno=True)
@@ -15,8 +15,7 @@ def sc(nr, *args):
 
 params = (ctypes.c_uint8 * 120)()
 
-print('calling', flush=True)
 r, err = sc(425, 8, ctypes.byref(params))
 print('returned', r, 'errno', err, os.strerror(err) if err else '', flush=True)
-if r >= 0:
-    print(MARK)
+if r >= 0 or err != 38:
+    print(MARK)  # a ring, or an answer from the kernel (EFAULT, EPERM of a sysctl) instead of the filter's

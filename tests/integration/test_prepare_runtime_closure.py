@@ -83,13 +83,17 @@ def site():
             'SockLib-1.7.egg-info/top_level.txt': 'socks2\n',
             'socks2.py': '',
             # Kappa.Ext and python-lam: dist-info as Debian 13 installs it, with neither RECORD nor
-            # top_level.txt; their modules bear the distribution's name (kappa_ext; lam, without python-).
+            # top_level.txt; their modules bear the distribution's name (kappa_ext; lam without python-;
+            # mu_it without -py, as markdown-it-py's markdown_it).
             'Kappa.Ext-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: Kappa.Ext\nVersion: 1.0\n'
                                                 'Requires-Dist: python-lam\n',
             'kappa_ext/__init__.py': 'from kappa_ext import sub\n',
             'kappa_ext/sub.py': '',
-            'python_lam-2.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: python-lam\nVersion: 2.0\n',
+            'python_lam-2.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: python-lam\nVersion: 2.0\n'
+                                                 'Requires-Dist: mu-it-py\n',
             'lam.py': '',
+            'mu_it_py-3.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: mu-it-py\nVersion: 3.0\n',
+            'mu_it/__init__.py': '',
             # zeta: installed and unrelated.
             'zeta-0.1.dist-info/METADATA': 'Metadata-Version: 2.1\nName: zeta\nVersion: 0.1\n',
             'zeta-0.1.dist-info/top_level.txt': 'zeta\n',
@@ -130,10 +134,11 @@ def test_files_are_metadata_record_and_top_level_packages_only(site):
 @pytest.mark.parametrize('trace_imports', [True, False])
 def test_a_dist_info_without_record_or_top_level_still_brings_its_module(site, trace_imports):
     dists, info = probe(site, ['Kappa.Ext'], trace_imports=trace_imports)
-    assert set(dists) == {'Kappa.Ext', 'python-lam'}, (dists.keys(), info['warnings'])
+    assert set(dists) == {'Kappa.Ext', 'python-lam', 'mu-it-py'}, (dists.keys(), info['warnings'])
     rel = lambda d: sorted(os.path.relpath(f, site) for f in dists[d]['files'])
     assert rel('Kappa.Ext') == ['Kappa.Ext-1.0.dist-info/METADATA', 'kappa_ext/__init__.py', 'kappa_ext/sub.py']
     assert rel('python-lam') == ['lam.py', 'python_lam-2.0.dist-info/METADATA']
+    assert rel('mu-it-py') == ['mu_it/__init__.py', 'mu_it_py-3.0.dist-info/METADATA']
     assert not info['warnings'], info['warnings']
 
 

@@ -35,6 +35,10 @@ ALLOWED = [
      'a site directory inside the stdlib directory, copied with the stdlib; python3-numpy keeps a second '
      "copy of numpy's core module there, which imports never reach (/usr/lib/python3/dist-packages comes "
      'first on sys.path); without dpkg, site directories hold only the listed distributions'),
+    ('dpkg', r'/usr/lib/python3/dist-packages/(linkify_it|linkify_it_py-[^/]+\.dist-info|uc_micro|'
+             r'uc_micro_py-[^/]+\.dist-info)(/.*)?',
+     "Debian 13's python3-markdown-it Depends on python3-linkify-it (and it on python3-uc-micro), which "
+     "markdown-it-py's metadata names only for its linkify extra"),
     ('interpreter', r'/usr/lib/python3/dist-packages/(attrs?|attrs-[^/]+\.dist-info)(/.*)?',
      'rich.pretty imports attr when it is installed (rich is in both trees: httpx needs it)'),
     ('interpreter', r'/usr/lib/python3/dist-packages/(brotli\.py|_brotli\.[^/]*\.so|Brotli-[^/]+\.egg-info'

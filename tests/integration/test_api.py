@@ -191,7 +191,10 @@ def test_dependencies_list(server):
     if os.path.exists('/var/lib/difysandbox/python3/current'):
         names = {d['name'].lower() for d in deps}
         assert {'requests', 'jinja2'} <= names, deps
-        assert not any(d['name'].startswith('python3-') or '+dfsg' in d['version'] for d in deps), deps
+        # A Debian revision (-1) or epoch (1:) marks dpkg's version; "+dfsg" alone does not: Debian 13's
+        # pandas says 2.2.3+dfsg of itself in its metadata, and that is what pip and a run see.
+        assert not any(d['name'].startswith('python3-') or re.search(r'-\d+$|^\d+:', d['version'])
+                       for d in deps), deps
 
 
 def test_dependencies_nodejs_has_no_packages(server):
@@ -418,6 +421,14 @@ def test_ambiguous_body_length_refused(server, framing):
     assert server.healthy()
 
 
+def libmicrohttpd_major():
+    """The major version of this host's libmicrohttpd, as the library says (0.9.75 on Debian 12, 1.0.1 on 13)."""
+    import ctypes
+    lib = ctypes.CDLL('libmicrohttpd.so.12')
+    lib.MHD_get_version.restype = ctypes.c_char_p
+    return int(lib.MHD_get_version().decode().split('.')[0])
+
+
 def test_junk_after_a_request_gets_400_at_once(server):
     """Issue 12: bytes after a valid request on the same connection hung until the 30 s idle timeout.
     They are a request line in the making, which has 2 s: then 400 in Dify's envelope, and the end."""
@@ -434,9 +445,13 @@ def test_junk_after_a_request_gets_400_at_once(server):
             elapsed = time.monotonic() - start
         assert data.startswith(b'HTTP/1.1 200 OK'), data
         second = data[data.index(b'"ok"') + 4:]
+        assert elapsed < 10, f'answered after {elapsed:.1f} s: the idle timeout, not the line deadline'
+        if junk.startswith(b'\x00') and second == b'' and libmicrohttpd_major() >= 1:
+            # libmicrohttpd 1.0 (Debian 13) closes, by itself and at once, a connection whose request line
+            # holds control bytes: the end came without a hang, with nothing for the worker to answer.
+            continue
         assert second.startswith(b'HTTP/1.1 400 '), data
         assert b'"request line not received in time"' in second, data
-        assert elapsed < 10, f'answered after {elapsed:.1f} s: the idle timeout, not the line deadline'
     assert server.healthy()
 
 

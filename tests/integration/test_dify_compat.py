@@ -204,5 +204,7 @@ def test_dependencies_speak_pip(server):
              f'print(json.dumps({{n: m.version(n) for n in {wanted!r}}}))\n')
     stdout = dify_execute_code(server.url, 'python3', '', probe)
     assert json.loads(stdout) == {n: deps[n] for n in wanted}
+    # A Debian revision (-1) or epoch (1:) would be dpkg's version. A "+dfsg" alone is no sign of it:
+    # Debian 13's pandas carries 2.2.3+dfsg in its own metadata, which pip and runs see too.
     for version in deps.values():
-        assert not re.search(r'\+dfsg|-\d+$|^\d+:', version), f'a Debian version: {version}'
+        assert not re.search(r'-\d+$|^\d+:', version), f'a Debian version: {version}'

@@ -34,7 +34,6 @@ from conftest import PORT, TOP, Container
 NAME = "difysandbox-package-test"
 MARKER = "DIFYSANDBOX-" + "ESCAPED"
 BUILD_DEB = os.path.join(TOP, "packaging", "build-deb")
-UNITDIR = "/lib/systemd/system"   # Debian 12: see packaging/debian/rules
 DROPIN_DIR = "/etc/systemd/system/difysandbox.socket.d"
 
 TIMINGS = []
@@ -77,12 +76,18 @@ def source_version(path, pattern):
 
 @pytest.fixture(scope="module")
 def deb():
+    """The package built on this host, and the unit directory its release uses: the one systemd.pc names
+    (/lib/systemd/system on Debian 12, /usr/lib/systemd/system on Debian 13; packaging/debian/rules)."""
     if os.geteuid() != 0:
         pytest.fail("the package test needs root (it boots systemd in a container)")
     if not shutil.which("dpkg-buildpackage") or not os.path.exists("/usr/share/perl5/Debian/Debhelper"):
         pytest.fail("dpkg-buildpackage or debhelper is missing: apt-get install dpkg-dev debhelper")
     out = tempfile.mkdtemp(prefix="difysandbox-deb.")
     env = dict(os.environ, DEB_BUILD_OPTIONS="nocheck parallel=2")
+    unitdir = subprocess.run(["pkg-config", "--variable=systemdsystemunitdir", "systemd"],
+                             capture_output=True, text=True).stdout.strip()
+    assert unitdir in ("/lib/systemd/system", "/usr/lib/systemd/system"), \
+        f"pkg-config names no unit directory of systemd: {unitdir!r}"
     try:
         p = timed("build", subprocess.run, [BUILD_DEB, out], env=env, capture_output=True, text=True,
                   timeout=1200)
@@ -90,7 +95,8 @@ def deb():
         debs = [f for f in os.listdir(out) if re.fullmatch(r"difysandbox_[^_]+_[a-z0-9]+\.deb", f)]
         changes = [f for f in os.listdir(out) if f.endswith(".changes")]
         assert len(debs) == 1 and len(changes) == 1, os.listdir(out)
-        yield {"dir": out, "deb": os.path.join(out, debs[0]), "changes": os.path.join(out, changes[0])}
+        yield {"dir": out, "deb": os.path.join(out, debs[0]), "changes": os.path.join(out, changes[0]),
+               "unitdir": unitdir}
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -104,8 +110,8 @@ def free_port():
 class Installed:
     """The container with the package installed, and its API on the host's loopback."""
 
-    def __init__(self, container, output, port):
-        self.c, self.output, self.port = container, output, port
+    def __init__(self, container, output, port, unitdir):
+        self.c, self.output, self.port, self.unitdir = container, output, port, unitdir
 
     @property
     def key(self):
@@ -165,7 +171,7 @@ def installed(deb):
         timed("apt-get update", c.apt, "update")
         # A plain install, as the README says: apt installs Recommends (of ours and of every dependency).
         p = timed("apt-get install", c.apt, f"install -y /root/{os.path.basename(deb['deb'])}")
-        yield Installed(c, p.stdout, port)
+        yield Installed(c, p.stdout, port, deb["unitdir"])
     finally:
         timed("down", c.tool, "down", check=False)
         if os.path.isdir(root) and not mounts_under(root):
@@ -210,7 +216,7 @@ def test_deb_holds_what_the_issue_lists(deb):
                 "/usr/share/doc/difysandbox/copyright", "/usr/share/doc/difysandbox/README.Debian"}
     # What the source tree has, the package must have: every unit, man page, D-Bus file and catalog.
     for name in os.listdir(os.path.join(TOP, "units")):
-        expected.add(f"{UNITDIR}/{name.removesuffix('.in')}")
+        expected.add(f"{deb['unitdir']}/{name.removesuffix('.in')}")
     for name in os.listdir(os.path.join(TOP, "man")):
         if name.endswith(".scd"):
             page = name.removesuffix(".scd")
@@ -229,8 +235,9 @@ def test_deb_holds_what_the_issue_lists(deb):
         expected.add("/usr/bin/difysandboxctl")
     missing = sorted(expected - files)
     assert not missing, f"not in the .deb: {missing}\n{listing}"
-    assert not [f for f in files if f.startswith("/usr/lib/systemd/system/")], \
-        "units must be in /lib/systemd/system on Debian 12"
+    other = ({"/lib/systemd/system", "/usr/lib/systemd/system"} - {deb["unitdir"]}).pop()
+    assert not [f for f in files if f.startswith(other + "/")], \
+        f"units must be in {deb['unitdir']}, the unit directory of the release the package is built on"
 
     # The docs, uncompressed where the man pages name them (issue 14).
     for name in os.listdir(os.path.join(TOP, "docs")):
@@ -343,7 +350,8 @@ def test_install_registered_the_catalog_and_the_bus_service(installed):
 
 def test_socket_is_enabled_by_the_package_and_starts(installed):
     c = installed.c
-    assert c.sh(f"grep -x 'ListenStream={PORT}' {UNITDIR}/difysandbox.socket", check=False).returncode == 0
+    unit = f"{installed.unitdir}/difysandbox.socket"
+    assert c.sh(f"grep -x 'ListenStream={PORT}' {unit}", check=False).returncode == 0
     assert c.sh("systemctl is-enabled difysandbox.socket", check=False).stdout.strip() == "enabled"
     c.sh("systemctl start difysandbox.socket")
     assert c.sh("systemctl is-active difysandbox.socket", check=False).stdout.strip() == "active"
@@ -489,19 +497,25 @@ def test_config_changed_on_disk_is_shown_until_reload(installed):
     wait_for("STATUS= is plain again", lambda: manager_status_text(c) == "Serving")
 
 
-# In the standard library's directory, which the python3 tree holds whole (dist-packages only in part).
-PROBE_MODULE = "/usr/lib/python3.11/difysandbox_trigger_probe.py"
+def probe_module(c):
+    """In the standard library's directory of the container's python3 (/usr/lib/python3.N), which the
+    python3 tree holds whole (dist-packages only in part)."""
+    stdlib = c.sh("/usr/bin/python3 -I -c 'import sysconfig; print(sysconfig.get_paths()[\"stdlib\"])'"
+                  ).stdout.strip()
+    assert re.fullmatch(r"/usr/lib/python3\.\d+", stdlib), stdlib
+    return f"{stdlib}/difysandbox_trigger_probe.py"
 
 
 def install_probe_deb(c, version):
     """A tiny local .deb that ships one file below a path the python3 tree is built from: what a
-    security update of python3.11 does to the host's files."""
+    security update of python3 does to the host's files."""
+    probe = probe_module(c)
     d = f"/root/probe-{version}"
     control = (f"Package: difysandbox-trigger-probe\nVersion: {version}\nArchitecture: all\n"
                "Maintainer: test <test@example.invalid>\nDescription: a file below a tracked path\n")
-    c.sh(f"set -e; rm -rf {d} && mkdir -p {d}/DEBIAN {d}{os.path.dirname(PROBE_MODULE)}"
+    c.sh(f"set -e; rm -rf {d} && mkdir -p {d}/DEBIAN {d}{os.path.dirname(probe)}"
          f" && cat > {d}/DEBIAN/control <<'EOF'\n{control}EOF\n"
-         f"cat > {d}{PROBE_MODULE} <<'EOF'\nVERSION = \"{version}\"\nEOF\n"
+         f"cat > {d}{probe} <<'EOF'\nVERSION = \"{version}\"\nEOF\n"
          f"dpkg-deb --root-owner-group -b {d} {d}.deb >/dev/null")
     return c.sh(f"dpkg -i /root/probe-{version}.deb 2>&1", timeout=600).stdout
 
@@ -515,13 +529,14 @@ def generation(c, language):
 
 def test_dpkg_trigger_rebuilds_the_trees_when_a_package_replaces_their_files(installed):
     c = installed.c
+    probe = probe_module(c)
     before = {language: generation(c, language) for language in ("python3", "nodejs")}
     out = install_probe_deb(c, "1.0")
     assert "Processing triggers for difysandbox" in out, out
     after = {language: generation(c, language) for language in ("python3", "nodejs")}
     assert after["python3"] > before["python3"], out
     # The new tree has the new file; the one runs in flight may still use stays.
-    c.sh(f"grep -qx 'VERSION = \"1.0\"' /var/lib/difysandbox/python3/current{PROBE_MODULE}")
+    c.sh(f"grep -qx 'VERSION = \"1.0\"' /var/lib/difysandbox/python3/current{probe}")
     c.sh(f"test -d /var/lib/difysandbox/python3/gen-{before['python3']}")
 
     # An upgrade replaces the file (a new inode): the next generation has the new content, and runs
@@ -531,7 +546,7 @@ def test_dpkg_trigger_rebuilds_the_trees_when_a_package_replaces_their_files(ins
     assert generation(c, "python3") > after["python3"], out
     data = installed.run("python3", "import difysandbox_trigger_probe as p\nprint(p.VERSION)")
     assert (data["stdout"], data["exit_code"]) == ("2.0\n", 0), data
-    c.sh(f"grep -qx 'VERSION = \"1.0\"' /var/lib/difysandbox/python3/gen-{after['python3']}{PROBE_MODULE}")
+    c.sh(f"grep -qx 'VERSION = \"1.0\"' /var/lib/difysandbox/python3/gen-{after['python3']}{probe}")
 
 
 def test_opt_in_numpy_and_pandas_reach_runs(installed):

@@ -18,11 +18,11 @@ VM_PACKAGES=(qemu-system-x86 qemu-utils openssh-client e2fsprogs debootstrap)
 # The other release's tier (tests/release/run): a tree of it (tests/rig/chroot; trixie on this Debian 12
 # host) that builds, unit-tests and packages the checkout, and runs integration tests with its interpreters.
 RELEASE_TREE_PACKAGES=(gcc meson ninja-build pkgconf libseccomp-dev libcap-dev libjson-c-dev libsystemd-dev
-                      libyaml-dev libmicrohttpd-dev libcmocka-dev scdoc systemd debhelper dpkg-dev fakeroot
-                      lintian git python3 python3-requests python3-httpx python3-jinja2 python3-socks
-                      python3-anyio python3-numpy python3-pandas nodejs python3-pytest procps util-linux
-                      iproute2 ca-certificates netbase strace python3-pip npm nginx man-db dbus python3-dbus
-                      python3-gi python3-matplotlib)
+                      libyaml-dev libmicrohttpd-dev libcmocka-dev scdoc systemd systemd-dev build-essential
+                      debhelper dpkg-dev fakeroot lintian git python3 python3-requests python3-httpx
+                      python3-jinja2 python3-socks python3-anyio python3-numpy python3-pandas nodejs
+                      python3-pytest procps util-linux iproute2 ca-certificates netbase strace python3-pip
+                      npm nginx man-db dbus python3-dbus python3-gi python3-matplotlib)
 # arm64: a cross-build with Debian's cross compiler and the :arm64 development packages (multiarch).
 CROSS_ARM64_PACKAGES=(crossbuild-essential-arm64 libseccomp-dev:arm64 libcap-dev:arm64 libjson-c-dev:arm64
                       libsystemd-dev:arm64 libyaml-dev:arm64 libmicrohttpd-dev:arm64 libcmocka-dev:arm64)

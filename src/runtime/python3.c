@@ -1,5 +1,6 @@
 /* python3: how a Python 3 run starts and what it needs beyond the common syscall rows.
- * Measured on Debian 12's python3.11: ../shared/reference/syscalls.md §2. */
+ * Measured on Debian 12's python3.11 (../shared/reference/syscalls.md §2) and Debian 13's python3.13
+ * (docs/syscalls-trixie.md; its rows are common to both languages, in src/sandbox/seccomp-policy.c). */
 
 #include <stddef.h>
 

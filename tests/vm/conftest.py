@@ -1,6 +1,10 @@
-"""The real-kernel tier: a Debian 12 VM (tests/rig/vm) with its own kernel, systemd as PID 1, pure
-cgroup v2 and systemd's BPF firewall, with this checkout's .deb installed. One VM serves every test of
-the tier: booting under TCG emulation costs ~30-60 s, installing the package more.
+"""The real-kernel tier: a Debian VM (tests/rig/vm) with its own kernel, systemd as PID 1, pure cgroup v2
+and systemd's BPF firewall, with this checkout's .deb for that release installed. One VM serves every
+test of the tier: booting under TCG emulation costs ~30-60 s, installing the package more.
+
+DIFYSANDBOX_VM_SUITE picks the release: bookworm (Debian 12, systemd 252) or trixie (Debian 13, systemd
+257); default this host's. The .deb is DIFYSANDBOX_VM_DEB when set, else tests/rig/deb-for builds it on
+that release (in a tests/rig/chroot tree when it is not this host's).
 
 When this host cannot boot a guest (no QEMU packages and no way to install them) the whole tier fails
 with that reason: ./scripts/test decides beforehand whether to run it and says so."""
@@ -19,15 +23,24 @@ import pytest
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RIG = os.path.join(TOP, "tests", "rig", "vm")
-BUILD_DEB = os.path.join(TOP, "packaging", "build-deb")
-NAME = "difysandbox-vm-test"
+DEB_FOR = os.path.join(TOP, "tests", "rig", "deb-for")
+
+
+def host_suite():
+    with open("/etc/os-release") as f:
+        return re.search(r"^VERSION_CODENAME=(\S+)", f.read(), re.M).group(1)
+
+
+SUITE = os.environ.get("DIFYSANDBOX_VM_SUITE") or host_suite()
+NAME = f"difysandbox-vm-test-{SUITE}"
 KEY = "dify-sandbox"
 # Virtual packages debootstrap cannot resolve, and what provides them in the image already.
 VIRTUAL = {"default-dbus-system-bus": "dbus", "dbus-system-bus": "dbus"}
 
 
 def rig(*args, check=True, timeout=600, **kw):
-    p = subprocess.run([RIG, "--name", NAME, *args], capture_output=True, text=True, timeout=timeout, **kw)
+    p = subprocess.run([RIG, "--name", NAME, "--suite", SUITE, *args], capture_output=True, text=True,
+                       timeout=timeout, **kw)
     if check and p.returncode != 0:
         raise AssertionError(f"tests/rig/vm {' '.join(args)} exited {p.returncode}\n"
                              f"stdout: {p.stdout[-3000:]}\nstderr: {p.stderr[-5000:]}")
@@ -81,17 +94,50 @@ class Guest:
 
 
 @pytest.fixture(scope="session")
+def suite():
+    return SUITE
+
+
+@pytest.fixture(scope="session")
 def deb():
-    out = tempfile.mkdtemp(prefix="difysandbox-vm-deb.")
+    if os.environ.get("DIFYSANDBOX_VM_DEB"):
+        yield os.environ["DIFYSANDBOX_VM_DEB"]
+        return
+    out = tempfile.mkdtemp(prefix="difysandbox-vm-deb.", dir="/var/tmp")
     try:
-        p = subprocess.run([BUILD_DEB, out], env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck parallel=2"),
-                           capture_output=True, text=True, timeout=1200)
-        assert p.returncode == 0, f"packaging/build-deb failed:\n{p.stdout[-4000:]}\n{p.stderr[-2000:]}"
+        p = subprocess.run([DEB_FOR, SUITE, out], env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck parallel=2"),
+                           capture_output=True, text=True, timeout=1800)
+        assert p.returncode == 0, f"tests/rig/deb-for {SUITE} failed:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}"
         debs = [f for f in os.listdir(out) if re.fullmatch(r"difysandbox_[^_]+_amd64\.deb", f)]
         assert len(debs) == 1, os.listdir(out)
         yield os.path.join(out, debs[0])
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+def wait_for_health(g):
+    deadline = time.time() + 120
+    while True:
+        try:
+            if g.request("GET", "/health", key=None, timeout=30)[0] == 200:
+                return
+        except OSError:
+            pass
+        if time.time() > deadline:
+            pytest.fail("the packaged difysandbox.socket never answered /health in the VM:\n" +
+                        g.sh("journalctl -n 60 --no-pager", check=False).stdout)
+        time.sleep(1)
+
+
+def readme_steps(g):
+    """README steps 2 and 3 on the fresh install: the generated key read as it says, then a python3 and
+    a nodejs run through the socket with it. What each answered, for test_real_kernel to assert."""
+    key = g.sh("difysandbox check-config --show-secrets | sed -n 's/^app.key: \"\\(.*\\)\"$/\\1/p'").stdout.strip()
+    answers = {"key": key}
+    for language, code in (("python3", "print(6*7)"), ("nodejs", "console.log(6*7)")):
+        status, body = g.request("POST", "/v1/sandbox/run", {"language": language, "code": code}, key=key)
+        answers[language] = (status, body.decode("utf-8", "replace"))
+    return answers
 
 
 @pytest.fixture(scope="session")
@@ -104,29 +150,27 @@ def guest(deb):
     rig("down", check=False)
     try:
         rig("up", "--include", ",".join(depends_of(deb)), timeout=1800)
-        rig("copy-in", deb, "/root/difysandbox.deb")
-        # The image holds every Depends already: dpkg alone installs, with no network.
+        deb_name = os.path.basename(deb)
+        rig("copy-in", deb, f"/root/{deb_name}")
         g = Guest(int(rig("port", "8194").stdout))
         # Emulation runs code ~10 times slower than the hardware the packaged worker_timeout and cpu_time
         # (5 s each) are meant for: reclaim at MemoryMax alone burnt 5 s of CPU before the OOM kill. An
         # operator's drop-in gives runs more, so that the limits under test, not the clock, stop them.
-        # No key is in force unless configured (issue 14): the tier's key, written out, so the package
-        # generates none.
         g.sh("mkdir -p /etc/difysandbox/config.d && printf 'worker_timeout: 30\\ncpu_time: 60\\n' > "
              "/etc/difysandbox/config.d/50-emulated-vm.yaml")
-        g.sh(f"printf 'app:\\n  key: {KEY}\\n' > /etc/difysandbox/config.d/10-key.yaml")
-        g.sh("dpkg -i /root/difysandbox.deb >/root/dpkg.log 2>&1 || { tail -40 /root/dpkg.log; exit 1; }",
-             timeout=1200)
-        deadline = time.time() + 120
-        while True:
-            try:
-                if g.request("GET", "/health", key=None, timeout=30)[0] == 200:
-                    break
-            except OSError:
-                pass
+        # As an operator installs it (README, step 1). The image holds every Depends already, so apt needs
+        # no network; the package generates the key.
+        g.sh(f"cd /root && DEBIAN_FRONTEND=noninteractive apt-get install -y ./{deb_name} >/root/apt.log 2>&1 "
+             "|| { tail -40 /root/apt.log; exit 1; }", timeout=1200)
+        wait_for_health(g)
+        g.readme = readme_steps(g)
+        # The tier's own key from here on (the tests' curl commands name it), put in force by a reload.
+        g.sh(f"printf 'app:\\n  key: {KEY}\\n' > /etc/difysandbox/config.d/10-key.yaml && "
+             "difysandbox check-config >/dev/null && difysandboxctl reload")
+        deadline = time.time() + 60
+        while g.request("POST", "/v1/sandbox/run", {"language": "python3", "code": "print(1)"})[0] != 200:
             if time.time() > deadline:
-                pytest.fail("the packaged difysandbox.socket never answered /health in the VM:\n" +
-                            g.sh("journalctl -n 60 --no-pager", check=False).stdout)
+                pytest.fail("the tier's key never came in force after `difysandboxctl reload`")
             time.sleep(1)
         yield g
     finally:

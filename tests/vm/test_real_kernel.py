@@ -4,12 +4,15 @@ the cgroup, with the packaged service of this checkout (tests/vm/conftest.py).""
 import json
 import os
 import shlex
+import sys
 import threading
 import time
 
 import pytest
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(TOP, "tests", "common"))
+from runner_capabilities import bounding_set_matches, runner_capability_problems  # noqa: E402
 MARKER = "DIFYSANDBOX-" + "ESCAPED"
 PROBE = ("import sys, urllib.request as u\n"
          "try:\n    u.urlopen(sys.argv[1], timeout=5); print('reached')\n"
@@ -159,6 +162,28 @@ def test_bpf_wall_of_the_runs_slice_blocks_a_process_that_bypasses_the_proxy(gue
         assert "blocked" in inside, inside
     finally:
         guest.sh("systemctl stop wall-target.service", check=False)
+
+
+def test_readme_steps_answer_with_the_generated_key(guest):
+    """README steps 1-3 on this release: `apt install ./difysandbox_*.deb`, the key the package generated
+    read as step 2 says, and a python3 and a nodejs run through the socket with it (conftest did them on
+    the fresh install, before the tier's own key replaced it)."""
+    readme = guest.readme
+    assert len(readme["key"]) == 48 and readme["key"] != "dify-sandbox", readme
+    for language in ("python3", "nodejs"):
+        status, body = readme[language]
+        envelope = json.loads(body)
+        assert status == 200 and envelope["code"] == 0, (language, status, body)
+        assert envelope["data"]["stdout"] == "42\n", (language, envelope)
+
+
+def test_live_runner_holds_the_capabilities_of_its_unit(guest):
+    bounding = guest.sh("systemctl show -P CapabilityBoundingSet difysandbox-runner.service").stdout
+    assert bounding_set_matches(bounding), bounding
+    assert guest.run("print(1)")["stdout"] == "1\n"  # the runner is socket-activated: now it is up
+    pid = guest.sh("systemctl show -P MainPID difysandbox-runner.service").stdout.strip()
+    problems = runner_capability_problems(guest.sh(f"cat /proc/{pid}/status").stdout)
+    assert not problems, problems
 
 
 def test_api_smoke(guest):

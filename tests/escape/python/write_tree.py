@@ -5,7 +5,8 @@ MARK = 'DIFYSANDBOX-' + 'ESCAPED'
 
 import uuid
 tag = 'difysandbox-escape-' + uuid.uuid4().hex
-dirs = ['/', '/etc', '/usr', '/usr/bin', '/usr/lib', '/usr/lib/python3.11', '/usr/lib/python3/dist-packages',
+stdlib = '/usr/lib/python%d.%d' % sys.version_info[:2]
+dirs = ['/', '/etc', '/usr', '/usr/bin', '/usr/lib', stdlib, '/usr/lib/python3/dist-packages',
         '/usr/lib/x86_64-linux-gnu', '/usr/lib/difysandbox', '/dev', '/lib64', os.path.dirname(sys.executable)]
 for d in dirs:
     p = os.path.join(d, tag)

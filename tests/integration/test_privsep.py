@@ -83,10 +83,18 @@ def pool_ready(server):
     runs = pool_full(server)
     if not runs or not all(_waits_for_code(pid) for pid in runs):
         return None
+    python = []
     for pid in runs:
-        if _is_python(pid) and 'pandas' not in open(f'/proc/{pid}/maps').read():
-            return None
-    return runs
+        try:
+            cmdline = open(f'/proc/{pid}/cmdline', 'rb').read()
+            maps = open(f'/proc/{pid}/maps').read()
+        except OSError:
+            return None  # replaced while we looked: the pool is still changing
+        if b'python' in cmdline:
+            if 'pandas' not in maps:
+                return None
+            python.append(pid)
+    return runs if python else None  # a pool of this fixture holds python runs: none yet is not ready
 
 
 def run(server, code, language='python3', session=None, timeout=60):

@@ -24,7 +24,7 @@
 #include "runner/languages.h"
 #include "runtime/runtime.h"
 #include "sandbox/run.h"
-#include "worker/serve.h"
+#include "cli/serve.h"
 
 DEFINE_POINTER_CLEANUP(json_object *, json_object_put);
 DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);

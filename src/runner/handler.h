@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "protocol.h"
+#include "protocol/runner-protocol.h"
 #include "sandbox/run.h"
 
 typedef struct Admit Admit;

@@ -32,7 +32,7 @@
 #include "handler.h"
 #include "languages.h"
 #include "pool.h"
-#include "protocol.h"
+#include "protocol/runner-protocol.h"
 #include "sandbox/run.h"
 #include "slot.h"
 

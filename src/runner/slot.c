@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "common/time-util.h"
 #include "handler.h"
-#include "protocol.h"
+#include "protocol/runner-protocol.h"
 #include "runtime/runtime.h"
 #include "sandbox/run.h"
 

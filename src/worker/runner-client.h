@@ -1,5 +1,5 @@
 #pragma once
-/* runner-client: owns a worker's connection to the runner (DESIGN §2, src/runner/protocol.h): one
+/* runner-client: owns a worker's connection to the runner (DESIGN §2, src/protocol/runner-protocol.h): one
  * SOCK_SEQPACKET connection per worker, made at the first request that needs it (or handed over by
  * `difysandbox serve`), used for one request at a time, made again after the runner restarted. The
  * worker never builds a sandbox: it asks here. Non-logging. */
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runner/protocol.h"
+#include "protocol/runner-protocol.h"
 
 typedef struct Config Config;
 typedef struct RunnerClient RunnerClient;

@@ -17,7 +17,7 @@ from serve_helpers import API_KEY, start_server
 
 FLOOD_SOCKETS = 1500  # beyond the 1,024 workers of serve, as the review did
 FLOOD_SECONDS = 8
-WORKERS_PER_SOURCE_MAX = 256  # src/worker/serve.c
+WORKERS_PER_SOURCE_MAX = 256  # src/cli/serve.c
 
 
 def flood(port, stop, stats):

@@ -123,6 +123,38 @@ def test_workers_hold_no_privilege(pooled):
         assert process_uid(pooled.runner()) == 0
 
 
+def _open_files(pid):
+    """{fd: what it is} of a live process: a path, or socket:[inode], pipe:[inode], anon_inode:..."""
+    out = {}
+    for fd in os.listdir(f'/proc/{pid}/fd'):
+        try:
+            out[int(fd)] = os.readlink(f'/proc/{pid}/fd/{fd}')
+        except OSError:
+            pass  # closed while we looked
+    return out
+
+
+def test_workers_hold_nothing_of_serves(pooled):
+    """A worker keeps its connection, its line to the runner and serve's stdio (its log), and nothing else: not
+    serve's listening socket, signalfd or hand-off socket, and not the root-owned instance registry entry
+    (/run/difysandbox/instances/...), which serve holds open for writing and locked."""
+    with requests.Session() as s:
+        assert s.get(pooled.url + '/health').status_code == 200
+        workers = wait_until(pooled.workers, timeout=10)
+        assert workers
+        serve_files = _open_files(pooled.proc.pid)
+        assert any('/run/difysandbox/instances/' in f for f in serve_files.values()), serve_files
+        for pid in workers:
+            files = _open_files(pid)
+            assert not [f for f in files.values() if f.startswith('/run/difysandbox')], (pid, files)
+            assert not [f for f in files.values() if 'signalfd' in f], (pid, files)
+            # Its sockets are the client's connection (libmicrohttpd's fd and the lingering close's copy)
+            # and its line to the runner: none is one that serve holds (listener, hand-off).
+            serve_sockets = {f for f in serve_files.values() if f.startswith('socket:')}
+            worker_sockets = {f for f in files.values() if f.startswith('socket:')}
+            assert not serve_sockets & worker_sockets, (pid, files, serve_files)
+
+
 def test_pool_fills_to_its_size_and_its_runs_preload(pooled):
     runs = wait_until(lambda: pool_ready(pooled), timeout=60)
     assert runs, f'the pool never held {POOL_TOTAL} prepared, preloaded runs: {prepared_runs(pooled)}'

@@ -21,14 +21,17 @@ RULES = {
     # loads the configuration (struct Config itself is common/config.h) and checks it against the
     # vocabularies it names: allowed_syscalls, egress_allow/egress_deny, proxy.*
     'config':  ['common', 'egress/egress-policy.h', 'egress/egress.h', 'sandbox/seccomp-policy.h'],
-    'runner':  ['common', 'config', 'runtime', 'sandbox'],    # prepares and runs runs
-    # HTTP API, asks the runner; serve (the runner's standalone host) claims the instance's UID range first
-    'worker':  ['common', 'config', 'runner', 'runtime', 'sandbox/instance.h'],
+    # the worker-runner wire format, shared by both sides and owned by neither; it names languages
+    'protocol': ['common', 'runtime'],
+    'runner':  ['common', 'config', 'protocol', 'runtime', 'sandbox'],  # prepares and runs runs
+    # unprivileged code only: the HTTP API, which asks the runner (admit.h: the longest a run may queue)
+    'worker':  ['common', 'config', 'protocol', 'runner/admit.h', 'runtime'],
     'manager': ['common', 'config', 'runtime', 'sandbox/uidpool.h'],  # D-Bus daemon and installer
     'ctl':     ['common', 'config', 'runtime'],               # difysandboxctl, talks D-Bus
-    # the difysandbox command: `run` takes the runner's path
-    'cli':     ['common', 'config', 'runner/admit.h', 'runner/handler.h', 'runner/languages.h', 'runtime',
-                'sandbox/run.h', 'worker'],
+    # the difysandbox command: `run` takes the runner's path; `serve` is the root supervisor that stands in
+    # for systemd (claims the instance's UID range, forks the runner and one worker per connection)
+    'cli':     ['common', 'config', 'protocol', 'runner/admit.h', 'runner/handler.h', 'runner/languages.h',
+                'runner/runner.h', 'runtime', 'sandbox/instance.h', 'sandbox/run.h', 'worker'],
 }
 
 # (file, include, why it is tolerated today): each is a known break of RULES, to be removed.

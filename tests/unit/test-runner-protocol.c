@@ -1,4 +1,4 @@
-/* Unit tests of src/runner/protocol.c: the decoders refuse every message a worker or the runner does not
+/* Unit tests of src/protocol/runner-protocol.c: the decoders refuse every message a worker or the runner does not
  * send (wrong size, magic, version, kind, language, lengths), and payloads must be sealed memfds of the
  * announced size. */
 
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "runner/protocol.h"
+#include "protocol/runner-protocol.h"
 #include "runtime/runtime.h"
 
 #define CODE_MAX (UINT64_C(1) << 20)

@@ -27,13 +27,13 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/time-util.h"
-#include "http.h"
-#include "runner-client.h"
+#include "worker/http.h"
+#include "worker/runner-client.h"
 #include "runner/admit.h"
-#include "runner/protocol.h"
+#include "protocol/runner-protocol.h"
 #include "runner/runner.h"
 #include "sandbox/instance.h"
-#include "worker-filter.h"
+#include "worker/worker-filter.h"
 
 /* Workers alive at once; more connections wait in the listen backlog until one ends. (systemd's socket
  * units default to MaxConnections=64, which Dify's connection pool can exceed.) */
@@ -278,6 +278,7 @@ static bool accept_error_transient(int error) {
 /* What every forked process of serve's must not keep of the parent's. */
 typedef struct ServeFds {
         int listen_fd, signal_fd, handoff_fd;
+        Instance *instance; /* our claim: its registry file, root's, open for writing and flock()ed */
         const sigset_t *mask; /* the signal mask to restore */
         uid_t worker_uid;
         gid_t worker_gid;
@@ -305,6 +306,7 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
         (void) safe_close(fds->listen_fd);
         (void) safe_close(fds->signal_fd);
         (void) safe_close(fds->handoff_fd);
+        (void) instance_free(fds->instance); /* a forked copy: closes the fd, leaves serve's entry */
         if (sigprocmask(SIG_SETMASK, fds->mask, NULL) < 0)
                 _exit(EXIT_FAILURE);
         r = worker_drop_privileges(fds);
@@ -457,6 +459,7 @@ static int runner_start(const Config *cfg, const ServeFds *fds, int handoff_runn
                 (void) safe_close(fds->listen_fd);
                 (void) safe_close(fds->signal_fd);
                 (void) safe_close(fds->handoff_fd);
+                (void) instance_free(fds->instance); /* the runner registers its own claim */
                 if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent ||
                     sigprocmask(SIG_SETMASK, fds->mask, NULL) < 0)
                         _exit(EXIT_FAILURE);
@@ -583,6 +586,7 @@ int serve_main(Config *cfg, const char *listen_addr) {
         r = instance_claim(cfg, &instance);
         if (r < 0)
                 return r;
+        fds.instance = instance;
         r = listen_open(listen_addr, &listen_fd, bound, sizeof(bound));
         if (r < 0)
                 return r;

@@ -1,5 +1,5 @@
 #pragma once
-/* protocol: owns the wire format between the unprivileged worker and the privileged runner (DESIGN §2),
+/* runner-protocol: owns the wire format between the unprivileged worker and the privileged runner (DESIGN §2),
  * and nothing else speaks it. A connection is an AF_UNIX SOCK_SEQPACKET socket, so one message is one
  * datagram and no message is ever read in parts. Each message is a fixed-size header; bulk data (the
  * code; the outputs of a run; the configuration text) travels in a sealed memfd passed with SCM_RIGHTS,

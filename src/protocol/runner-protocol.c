@@ -1,6 +1,6 @@
 /* protocol: see protocol.h. */
 
-#include "protocol.h"
+#include "runner-protocol.h"
 
 #include <errno.h>
 #include <fcntl.h>

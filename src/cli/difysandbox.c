@@ -13,6 +13,7 @@
 
 #include <json-c/json.h>
 
+#include "cli/serve.h"
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "common/fileio.h"
@@ -24,7 +25,6 @@
 #include "runner/languages.h"
 #include "runtime/runtime.h"
 #include "sandbox/run.h"
-#include "cli/serve.h"
 
 DEFINE_POINTER_CLEANUP(json_object *, json_object_put);
 DEFINE_POINTER_CLEANUP(Sandbox *, sandbox_free);

@@ -27,12 +27,12 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/time-util.h"
-#include "worker/http.h"
-#include "worker/runner-client.h"
-#include "runner/admit.h"
 #include "protocol/runner-protocol.h"
+#include "runner/admit.h"
 #include "runner/runner.h"
 #include "sandbox/instance.h"
+#include "worker/http.h"
+#include "worker/runner-client.h"
 #include "worker/worker-filter.h"
 
 /* Workers alive at once; more connections wait in the listen backlog until one ends. (systemd's socket
@@ -278,7 +278,7 @@ static bool accept_error_transient(int error) {
 /* What every forked process of serve's must not keep of the parent's. */
 typedef struct ServeFds {
         int listen_fd, signal_fd, handoff_fd;
-        Instance *instance; /* our claim: its registry file, root's, open for writing and flock()ed */
+        Instance *instance;   /* our claim: its registry file, root's, open for writing and flock()ed */
         const sigset_t *mask; /* the signal mask to restore */
         uid_t worker_uid;
         gid_t worker_gid;

@@ -1,6 +1,6 @@
-/* Unit tests of src/protocol/runner-protocol.c: the decoders refuse every message a worker or the runner does not
- * send (wrong size, magic, version, kind, language, lengths), and payloads must be sealed memfds of the
- * announced size. */
+/* Unit tests of src/protocol/runner-protocol.c: the decoders refuse every message a worker or the runner
+ * does not send (wrong size, magic, version, kind, language, lengths), and payloads must be sealed memfds of
+ * the announced size. */
 
 #include <errno.h>
 #include <fcntl.h>

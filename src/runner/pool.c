@@ -112,7 +112,10 @@ PoolSlot *pool_take_idle(Pool *p, Language language, uint64_t config_generation,
                                 ret_stale[stale++] = s->pid;
                         continue;
                 }
-                if (!found)
+                /* A preloaded slot first: its imports are paid for, and a light one left idle is what
+                 * runner.c upgrades once the CPUs are idle. So two code nodes in a row that import
+                 * pandas both find it imported while the pool holds two preloaded slots. */
+                if (!found || (found->light && !s->light))
                         found = s;
         }
         if (found)

@@ -67,7 +67,8 @@ unsigned pool_count_handlers(const Pool *p);
 Language pool_next_to_prepare(const Pool *p);
 /* Whether one more handler may start. */
 bool pool_may_handle(const Pool *p);
-/* An idle slot of language made with config_generation and holding packages_generation, or NULL. Idle
+/* An idle slot of language made with config_generation and holding packages_generation, or NULL; a
+ * preloaded one before a light one. Idle
  * slots of that language that do not match are returned through ret_stale (up to n_stale), so the
  * caller retires them. */
 PoolSlot *pool_take_idle(Pool *p, Language language, uint64_t config_generation,

@@ -78,6 +78,28 @@ static void test_stale_slots_are_not_handed_out(void **state) {
         pool_done(&p);
 }
 
+static void test_a_preloaded_slot_is_taken_before_a_light_one(void **state) {
+        Pool p;
+        pid_t pid = 100, stale[4];
+        size_t n_stale = 0;
+        PoolSlot *light, *taken;
+
+        pool_init(&p, &limits);
+        (void) fill(&p, &pid);
+        /* the first python slot in the table was prepared while runs came: without the preloads */
+        light = pool_take_idle(&p, LANGUAGE_PYTHON3, 0, 0, stale, 4, &n_stale);
+        assert_non_null(light);
+        light->state = POOL_SLOT_IDLE;
+        light->light = true;
+        taken = pool_take_idle(&p, LANGUAGE_PYTHON3, 0, 0, stale, 4, &n_stale);
+        assert_non_null(taken);
+        assert_false(taken->light);
+        /* the light one is still there for the next request */
+        taken = pool_take_idle(&p, LANGUAGE_PYTHON3, 0, 0, stale, 4, &n_stale);
+        assert_ptr_equal(taken, light);
+        pool_done(&p);
+}
+
 static void test_no_preparing_while_cpus_are_busy(void **state) {
         Pool p;
         pid_t pid = 100;
@@ -133,6 +155,7 @@ int main(void) {
                 cmocka_unit_test(test_fills_to_size_and_no_further),
                 cmocka_unit_test(test_taken_slot_is_never_idle_again),
                 cmocka_unit_test(test_stale_slots_are_not_handed_out),
+                cmocka_unit_test(test_a_preloaded_slot_is_taken_before_a_light_one),
                 cmocka_unit_test(test_no_preparing_while_cpus_are_busy),
                 cmocka_unit_test(test_handlers_are_bounded),
                 cmocka_unit_test(test_retired_slots_count_for_nothing),

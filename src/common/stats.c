@@ -381,6 +381,12 @@ void stats_add_egress_denials(Stats *s, uint64_t n) {
         add(&s->file->egress_denials, n);
 }
 
+void stats_record_pool(Stats *s, unsigned language, bool warm) {
+        if (!s || !s->writable || language >= STATS_LANGUAGES)
+                return;
+        add(warm ? &s->file->pool_hits[language] : &s->file->pool_misses[language], 1);
+}
+
 uint64_t stats_config_generation(const Stats *s) {
         if (!s)
                 return 0;
@@ -476,6 +482,8 @@ int stats_snapshot(const Stats *s, StatsSnapshot *ret) {
         for (unsigned l = 0; l < STATS_LANGUAGES; l++) {
                 for (unsigned r = 0; r < _STATS_RESULT_MAX; r++)
                         snap.runs[l][r] = load(&f->runs[l][r]);
+                snap.pool_hits[l] = load(&f->pool_hits[l]);
+                snap.pool_misses[l] = load(&f->pool_misses[l]);
                 snap.latency[l].count = load(&f->latency[l].count);
                 snap.latency[l].sum_usec = load(&f->latency[l].sum_usec);
                 for (unsigned b = 0; b < STATS_LATENCY_BUCKETS; b++)

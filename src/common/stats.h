@@ -9,6 +9,9 @@
  * is recognised and reused. Counters are independent words: a worker killed between two adds of one
  * run leaves, say, a run counted whose latency is not; nothing else.
  *
+ * Runs are also counted as pool hits (served by a prepared run of the runner's warm pool) or misses
+ * (prepared on demand), per language, so an operator can tell whether pool_size fits the load.
+ *
  * The file lives in /run (tmpfs): it survives restarts of the manager and of workers, not a reboot
  * (created_realtime_usec says since when it counts). Creation and replacement of a file whose header
  * does not match (another layout version, a truncated or foreign file) happen under flock() of
@@ -22,6 +25,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cleanup.h"
@@ -81,7 +85,7 @@ void stats_latency_bucket_bounds(unsigned i, uint64_t *ret_lower, uint64_t *ret_
 /* The file, as it is on disk and in memory. A change of this layout bumps STATS_FILE_VERSION; a file
  * whose magic, version or size differ is replaced by a fresh one. */
 #define STATS_FILE_MAGIC UINT64_C(0x5441545342534453) /* "DSBSTATS" read as little-endian */
-#define STATS_FILE_VERSION 1U
+#define STATS_FILE_VERSION 2U                         /* 2: pool_hits, pool_misses */
 
 typedef struct StatsLatency {
         uint64_t count;
@@ -102,6 +106,8 @@ typedef struct StatsFile {
         uint64_t runs[STATS_LANGUAGES][_STATS_RESULT_MAX];
         uint64_t rejected_unknown_language; /* 503s before the language was known */
         uint64_t egress_denials;
+        uint64_t pool_hits[STATS_LANGUAGES];   /* runs a prepared run of the warm pool served */
+        uint64_t pool_misses[STATS_LANGUAGES]; /* runs prepared on demand: no fitting one was idle */
         StatsLatency latency[STATS_LANGUAGES]; /* finished runs only: rejected requests have no latency */
         uint64_t slots[STATS_SLOTS];
 } StatsFile;
@@ -123,6 +129,10 @@ void stats_record_run(Stats *s, unsigned language, StatsResult result, uint64_t 
  * (language >= STATS_LANGUAGES, e.g. STATS_LANGUAGE_UNKNOWN) in rejected_unknown_language. */
 void stats_record_rejected(Stats *s, unsigned language);
 void stats_add_egress_denials(Stats *s, uint64_t n);
+/* Counts one run, finished or failed, as a pool hit (warm: a prepared run of the pool ran its code) or
+ * a miss (the run was prepared after its request came). Rejected requests are neither. An unknown
+ * language is not counted. */
+void stats_record_pool(Stats *s, unsigned language, bool warm);
 
 /* Marks a run of this process active: returns its slot, to be passed to stats_run_end(). -ENOSPC when
  * every slot is held by a live process, -EROFS/-EBADF for a read-only or NULL s: the run proceeds
@@ -145,6 +155,8 @@ typedef struct StatsSnapshot {
         uint64_t runs[STATS_LANGUAGES][_STATS_RESULT_MAX];
         uint64_t rejected_unknown_language;
         uint64_t egress_denials;
+        uint64_t pool_hits[STATS_LANGUAGES];
+        uint64_t pool_misses[STATS_LANGUAGES];
         StatsLatency latency[STATS_LANGUAGES];
         unsigned active_runs;
 } StatsSnapshot;

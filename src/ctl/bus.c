@@ -309,6 +309,7 @@ static const struct {
         { "DependencyGenerations", "a{st}",      "dependency_generations" },
         { "EgressDenials",         "t",          "egress_denials"         },
         { "Latency",               "a{s(tttt)}", "latency"                },
+        { "PoolByLanguage",        "a{sa{st}}",  "pool_by_language"       },
         { "RunsByLanguage",        "a{sa{st}}",  "runs_by_language"       },
         { "RunsByResult",          "a{st}",      "runs_by_result"         },
         { "StatsSinceUSec",        "t",          "stats_since_usec"       },

@@ -22,8 +22,9 @@ int bus_new_call(sd_bus *bus, const char *member, sd_bus_message **ret);
 /* Sends call and waits for its reply; a failure is reported as bus_report_error() says. */
 int bus_call(sd_bus *bus, sd_bus_message *call, bool change, sd_bus_message **ret_reply);
 
-/* GetStats as {"runs_by_result": {...}, "runs_by_language": {...}, "latency": {LANGUAGE: {"samples",
- * "p50_usec", "p95_usec", "p99_usec"}}, "active_runs", "uid_pool_free", "uid_pool_size",
+/* GetStats as {"runs_by_result": {...}, "runs_by_language": {...}, "pool_by_language": {LANGUAGE:
+ * {"hits", "misses"}}, "latency": {LANGUAGE: {"samples", "p50_usec", "p95_usec", "p99_usec"}},
+ * "active_runs", "uid_pool_free", "uid_pool_size",
  * "egress_denials", "uptime_usec", "stats_since_usec", "config_loaded_at_usec",
  * "dependency_generations": {...}}: the keys the manager sent, in snake case; keys or types this
  * version does not know are left out. */

@@ -54,9 +54,10 @@ static void help(void) {
                       "Control the difysandbox manager (" MANAGER_BUS_NAME " on the system bus).\n"
                       "\n"
                       "Commands:\n"
-                      "  status        version, uptime, active runs, UID pool, dependency generations,\n"
-                      "                running jobs\n"
-                      "  stats         runs by result and language, latency percentiles in ms\n"
+                      "  status        version, uptime, active runs, UID pool, warm pool hits and misses,\n"
+                      "                dependency generations, running jobs\n"
+                      "  stats         runs by result and language, latency percentiles in ms, warm pool\n"
+                      "                hits and misses\n"
                       "  deps list     the packages runs of LANGUAGE can import, with their versions\n"
                       "  deps install  install PACKAGEs into a new dependency generation, follow the job\n"
                       "  deps remove   a new dependency generation without PACKAGEs installed earlier,\n"
@@ -196,11 +197,67 @@ static const char *age_suffix(char buf[static FORMAT_TIMESPAN_MAX + 8], uint64_t
         return buf;
 }
 
+/* A language's pool counts ({"hits", "misses"} of pool_by_language): false when the manager sent none. */
+static bool pool_counts(json_object *pool, const char *language, uint64_t *ret_hits, uint64_t *ret_misses) {
+        json_object *counts = json_member(pool, language);
+
+        return json_u64(counts, "hits", ret_hits) && json_u64(counts, "misses", ret_misses);
+}
+
+/* "95%": the share of runs the pool served, rounded down so that 100% means not one miss; "-" without
+ * runs. */
+static const char *pool_hit_rate(char buf[static sizeof("100%")], uint64_t hits, uint64_t misses) {
+        uint64_t total = hits + misses;
+
+        if (total == 0 || total < hits) /* no runs, or counts past any real count */
+                return "-";
+        while (total > UINT64_MAX / 100) { /* hits * 100 must not overflow: halve both */
+                hits >>= 1;
+                total >>= 1;
+        }
+        (void) snprintf(buf, sizeof("100%"), "%" PRIu64 "%%", hits * 100 / total);
+        return buf;
+}
+
+/* "Warm pool:      python3 95 hits, 5 misses (95%); nodejs 0 hits, 0 misses" */
+static int print_status_pool(json_object *stats) {
+        _cleanup_free_ const char **languages = NULL;
+        const char *known_languages[_LANGUAGE_MAX];
+        json_object *pool = json_member(stats, "pool_by_language");
+        size_t n_languages, shown = 0;
+        char rate[sizeof("100%")];
+        uint64_t hits, misses;
+        int r;
+
+        if (!pool)
+                return 0;
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                known_languages[l] = language_to_string(l);
+        r = ordered_keys(known_languages, _LANGUAGE_MAX, &pool, 1, &languages, &n_languages);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_languages; i++) {
+                if (!pool_counts(pool, languages[i], &hits, &misses))
+                        continue;
+                (void) printf("%s%s %" PRIu64 " hits, %" PRIu64 " misses",
+                              shown++ == 0 ? "Warm pool:      " : "; ", languages[i], hits, misses);
+                if (hits + misses > 0)
+                        (void) printf(" (%s)", pool_hit_rate(rate, hits, misses));
+        }
+        if (shown > 0)
+                (void) printf("\n");
+        return 0;
+}
+
 /* status --json: the manager's figures under stable names. */
 static int print_status_json(const char *version, json_object *stats, json_object *jobs) {
-        static const char *const keys[] = { "uptime_usec",           "active_runs",
-                                            "uid_pool_free",         "uid_pool_size",
-                                            "config_loaded_at_usec", "dependency_generations",
+        static const char *const keys[] = { "uptime_usec",
+                                            "active_runs",
+                                            "uid_pool_free",
+                                            "uid_pool_size",
+                                            "pool_by_language",
+                                            "config_loaded_at_usec",
+                                            "dependency_generations",
                                             "config_changed_on_disk" };
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
 
@@ -272,6 +329,8 @@ static int verb_status(void) {
                 (void) printf("Active runs:    %" PRIu64 "\n", u);
         if (json_u64(stats, "uid_pool_free", &free_uids) && json_u64(stats, "uid_pool_size", &pool_size))
                 (void) printf("UID pool:       %" PRIu64 " of %" PRIu64 " free\n", free_uids, pool_size);
+        if (print_status_pool(stats) < 0)
+                return ctl_oom();
         if (json_u64(stats, "config_loaded_at_usec", &u))
                 (void) printf("Config loaded:  %s%s\n", format_timestamp(stamp, u), age_suffix(ago, u));
         if (json_true(stats, "config_changed_on_disk"))
@@ -321,6 +380,7 @@ static int stats_names(json_object *stats, const char ***ret_languages, size_t *
                 known_languages[l] = language_to_string(l);
         sources[n_sources++] = by_language;
         sources[n_sources++] = json_member(stats, "latency");
+        sources[n_sources++] = json_member(stats, "pool_by_language");
         r = ordered_keys(known_languages, _LANGUAGE_MAX, sources, n_sources, &languages, &n_languages);
         if (r < 0)
                 return r;
@@ -419,7 +479,42 @@ static int latency_table_new(json_object *stats, const char *const *languages, s
         return 0;
 }
 
-static int print_stats(json_object *stats, Table *runs, Table *latency) {
+/* Per language: the runs a prepared run of the warm pool served, those prepared on demand, the share
+ * served. NULL in *ret when the manager sent no pool counts (an older one). */
+static int pool_table_new(json_object *stats, const char *const *languages, size_t n_languages,
+                          Table **ret) {
+        _cleanup_(table_freep) Table *t = NULL;
+        json_object *pool = json_member(stats, "pool_by_language");
+        char rate[sizeof("100%")];
+        uint64_t hits, misses;
+        int r;
+
+        *ret = NULL;
+        if (!pool)
+                return 0;
+        r = table_new(&t, (const char *const[]){ "LANGUAGE", "HITS", "MISSES", "HIT RATE", NULL });
+        if (r < 0)
+                return r;
+        for (size_t c = 1; c < 4; c++)
+                table_set_align_right(t, c, true);
+        for (size_t row = 0; row < n_languages; row++) {
+                if (!pool_counts(pool, languages[row], &hits, &misses))
+                        hits = misses = 0;
+                r = table_add(t, languages[row]);
+                if (r >= 0)
+                        r = table_addf(t, "%" PRIu64, hits);
+                if (r >= 0)
+                        r = table_addf(t, "%" PRIu64, misses);
+                if (r >= 0)
+                        r = table_add(t, pool_hit_rate(rate, hits, misses));
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+static int print_stats(json_object *stats, Table *runs, Table *latency, Table *pool) {
         char stamp[FORMAT_TIMESTAMP_MAX], ago[FORMAT_TIMESPAN_MAX + 8];
         uint64_t u, u2;
 
@@ -430,6 +525,11 @@ static int print_stats(json_object *stats, Table *runs, Table *latency) {
         (void) printf("\nLatency from admission to result:\n\n");
         if (table_print(latency, stdout) < 0)
                 return -EIO;
+        if (pool) {
+                (void) printf("\nRuns served by the warm pool (hits) or prepared on demand (misses):\n\n");
+                if (table_print(pool, stdout) < 0)
+                        return -EIO;
+        }
         (void) printf("\n");
         if (json_u64(stats, "active_runs", &u))
                 (void) printf("Active runs:     %" PRIu64 "\n", u);
@@ -443,7 +543,7 @@ static int print_stats(json_object *stats, Table *runs, Table *latency) {
 static int verb_stats(void) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(json_object_putp) json_object *stats = NULL;
-        _cleanup_(table_freep) Table *runs = NULL, *latency = NULL;
+        _cleanup_(table_freep) Table *runs = NULL, *latency = NULL, *pool = NULL;
         _cleanup_free_ const char **languages = NULL, **results = NULL;
         size_t n_languages, n_results;
         int r;
@@ -466,7 +566,10 @@ static int verb_stats(void) {
         r = latency_table_new(stats, languages, n_languages, &latency);
         if (r < 0)
                 return ctl_oom();
-        return print_stats(stats, runs, latency);
+        r = pool_table_new(stats, languages, n_languages, &pool);
+        if (r < 0)
+                return ctl_oom();
+        return print_stats(stats, runs, latency, pool);
 }
 
 static int verb_deps_list(const char *language) {

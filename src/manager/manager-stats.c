@@ -72,6 +72,24 @@ static int append_runs_by_language(sd_bus_message *reply, const StatsSnapshot *s
         return r;
 }
 
+/* PoolByLanguage: per language, the runs a prepared run of the warm pool served (hits) and those
+ * prepared on demand (misses). */
+static int append_pool(sd_bus_message *reply, const StatsSnapshot *snap) {
+        int r;
+
+        r = append_entry_begin(reply, "PoolByLanguage", "a{sa{st}}");
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "{sa{st}}");
+        for (unsigned l = 0; r >= 0 && l < STATS_LANGUAGES; l++)
+                r = sd_bus_message_append(reply, "{sa{st}}", language_to_string((Language) l), 2, "hits",
+                                          snap->pool_hits[l], "misses", snap->pool_misses[l]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = append_entry_end(reply);
+        return r;
+}
+
 /* Latency: per language, the runs counted and their 50th, 95th and 99th percentiles. */
 static int append_latency(sd_bus_message *reply, const StatsSnapshot *snap) {
         int r;
@@ -143,6 +161,8 @@ int manager_append_stats(Manager *m, sd_bus_message *reply) {
 
         if (r >= 0)
                 r = append_runs_by_language(reply, &snap);
+        if (r >= 0)
+                r = append_pool(reply, &snap);
         if (r >= 0)
                 r = append_latency(reply, &snap);
         if (r >= 0)

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,16 +108,19 @@ static RunnerStatus admit(const HandlerContext *ctx, Language language, AdmitTic
 
 /* The run itself: the prepared one if it still fits, else one made now. A prepared run that died
  * before reading its code ran nothing of the user's, so a fresh run is safe; any other failure may have
- * run some of the code, and is reported, never repeated. */
+ * run some of the code, and is reported, never repeated. *ret_warm says which of them ran the code (a
+ * pool hit), also when it failed. */
 static int run(const HandlerContext *ctx, const RunRequest *req, PreparedRun *warm, RunOutput *out,
-               RunFailure *failure) {
+               RunFailure *failure, bool *ret_warm) {
         _cleanup_(prepared_run_freep) PreparedRun *p = warm;
         int r;
 
+        *ret_warm = false;
         if (p && prepared_run_matches(ctx->sandbox, p, req)) {
                 r = prepared_run_execute(ctx->sandbox, TAKE_PTR(p), req->code, req->code_len, 0, out,
                                          failure);
-                if (r >= 0 || !failure->before_code)
+                *ret_warm = r >= 0 || !failure->before_code;
+                if (*ret_warm)
                         return r;
                 log_debug_errno(r, "Prepared run failed at '%s', running afresh: %m",
                                 run_step_to_string(failure->step));
@@ -167,6 +171,7 @@ int handler_execute(const HandlerContext *ctx, const RunRequest *req, PreparedRu
         _cleanup_(prepared_run_freep) PreparedRun *p = warm;
         _cleanup_(admit_releasep) AdmitTicket *ticket = NULL;
         uint64_t start = now(CLOCK_MONOTONIC);
+        bool warm_ran;
         int active_slot, r;
 
         *ret = (HandlerResult){ .status = RUNNER_STATUS_FAILED };
@@ -182,9 +187,10 @@ int handler_execute(const HandlerContext *ctx, const RunRequest *req, PreparedRu
         ret->worker_slot = admit_ticket_worker_slot(ticket);
 
         active_slot = stats_run_begin(ctx->stats);
-        r = run(ctx, req, TAKE_PTR(p), &ret->out, &ret->failure);
+        r = run(ctx, req, TAKE_PTR(p), &ret->out, &ret->failure, &warm_ran);
         ticket = admit_release(ticket); /* the slots go as soon as the run is over, not with the reply */
         stats_run_end(ctx->stats, active_slot);
+        stats_record_pool(ctx->stats, (unsigned) req->language, warm_ran);
         if (r < 0) {
                 /* The user sees an error: counted as one, with the time it took to fail. */
                 stats_record_run(ctx->stats, (unsigned) req->language, STATS_RESULT_ERROR,

@@ -249,6 +249,9 @@ def serve(address, control_dir):
                 'RunsByLanguage': dbus.Dictionary({
                     'python3': st({'ok': 95, 'error': 3, 'timeout': 1, 'seccomp': 1}),
                     'nodejs': st({'ok': 25, 'error': 1})}, signature='sa{st}'),
+                'PoolByLanguage': dbus.Dictionary({
+                    'python3': st({'hits': 2, 'misses': 1}),
+                    'nodejs': st({'hits': 0, 'misses': 0})}, signature='sa{st}'),
                 'Latency': dbus.Dictionary({
                     'python3': dbus.Struct((T(100), T(12400), T(30100), T(55000)), signature='tttt'),
                     'nodejs': dbus.Struct((T(0), T(0), T(0), T(0)), signature='tttt')}, signature='s(tttt)'),
@@ -426,10 +429,12 @@ def test_status(ctl):
     p = ctl('status')
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert lines[:4] == ['Version:        0.1.0-fake', 'Uptime:         3h 12min', 'Active runs:    2',
-                         'UID pool:       998 of 1000 free']
-    assert re.fullmatch(r'Config loaded:  2024-05-01 11:00:00 UTC \(\d+d( \d+h)? ago\)', lines[4])
-    assert lines[5:] == ['Generations:    python3 3, nodejs none',
+    assert lines[:5] == ['Version:        0.1.0-fake', 'Uptime:         3h 12min', 'Active runs:    2',
+                         'UID pool:       998 of 1000 free',
+                         # the share of hits rounded down (2 of 3: 66%), none without runs
+                         'Warm pool:      python3 2 hits, 1 misses (66%); nodejs 0 hits, 0 misses']
+    assert re.fullmatch(r'Config loaded:  2024-05-01 11:00:00 UTC \(\d+d( \d+h)? ago\)', lines[5])
+    assert lines[6:] == ['Generations:    python3 3, nodejs none',
                          'Jobs:           /org/difysandbox/Sandbox1/job/99 (refresh nodejs): running, 40%']
 
 
@@ -439,6 +444,7 @@ def test_status_json(ctl):
     assert json.loads(p.stdout) == {
         'version': '0.1.0-fake', 'uptime_usec': 11520000000, 'active_runs': 2, 'uid_pool_free': 998,
         'uid_pool_size': 1000, 'config_loaded_at_usec': 1714561200000000,
+        'pool_by_language': {'python3': {'hits': 2, 'misses': 1}, 'nodejs': {'hits': 0, 'misses': 0}},
         'dependency_generations': {'python3': 3, 'nodejs': 0},
         'jobs': [{'job': '/org/difysandbox/Sandbox1/job/99', 'language': 'nodejs', 'kind': 'refresh',
                   'state': 'running', 'progress': 0.4}]}
@@ -460,6 +466,12 @@ def test_stats(ctl):
         'python3       100    12.4    30.1    55.0\n'
         'nodejs          0       -       -       -\n'
         '\n'
+        'Runs served by the warm pool (hits) or prepared on demand (misses):\n'
+        '\n'
+        'LANGUAGE  HITS  MISSES  HIT RATE\n'
+        'python3      2       1       66%\n'
+        'nodejs       0       0         -\n'
+        '\n'
         'Active runs:     2\n'
         'UID pool:        998 of 1000 free\n'
         'Egress denials:  4\n')
@@ -469,11 +481,12 @@ def test_stats_json_ignores_unknown_keys(ctl):
     p = ctl('stats', '--json')
     assert p.returncode == 0, p.stderr
     stats = json.loads(p.stdout)
-    assert set(stats) == {'runs_by_result', 'runs_by_language', 'latency', 'active_runs', 'uid_pool_free',
-                          'uid_pool_size', 'egress_denials', 'uptime_usec', 'stats_since_usec',
-                          'config_loaded_at_usec', 'dependency_generations'}
+    assert set(stats) == {'runs_by_result', 'runs_by_language', 'pool_by_language', 'latency', 'active_runs',
+                          'uid_pool_free', 'uid_pool_size', 'egress_denials', 'uptime_usec',
+                          'stats_since_usec', 'config_loaded_at_usec', 'dependency_generations'}
     assert stats['runs_by_result']['rejected'] == 2
     assert stats['runs_by_language']['nodejs'] == {'ok': 25, 'error': 1}
+    assert stats['pool_by_language'] == {'python3': {'hits': 2, 'misses': 1}, 'nodejs': {'hits': 0, 'misses': 0}}
     assert stats['latency']['python3'] == {'samples': 100, 'p50_usec': 12400, 'p95_usec': 30100,
                                            'p99_usec': 55000}
 

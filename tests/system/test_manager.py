@@ -605,6 +605,52 @@ def test_stats_count_the_runs_by_result(container):
     assert again["RunsByResult"]["ok"] == after["RunsByResult"]["ok"]
 
 
+RUN_FINISHED = "MESSAGE_ID=6b4c976ba6474881ab52fe04f0940326"
+
+
+def run_records(container):
+    text = container.journal("-o", "json", RUN_FINISHED)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_stats_count_pool_hits_and_misses(container):
+    """Each run counts as a hit of the warm pool or a miss, as its journal record's WARM says, through
+    GetStats and difysandboxctl. A run of the pool's kind (enable_network, as Dify sends it) on a pool that
+    has had time to fill is a hit; one without network never is (the pool holds the configured kind)."""
+    before, seen = stats(container), len(run_records(container))
+    runs = 0
+    for attempt in range(20):  # the pool refills while runs pause: one of these finds it ready
+        time.sleep(1)
+        run("print(1)")
+        runs += 1
+        if any(r["WARM"] == "1" for r in run_records(container)[seen:]):
+            break
+    assert post_run("print(2)")[1]["code"] == 0
+    assert post_run("console.log(3)", language="nodejs")[1]["code"] == 0
+    runs += 2
+    after = stats(container)
+    deadline = time.time() + 10  # a record is written before the reply; journald may store it later
+    while len(run_records(container)) < seen + runs and time.time() < deadline:
+        time.sleep(0.2)
+    records = run_records(container)[seen:]
+    assert len(records) == runs, records
+    expected = {lang: {"hits": sum(r["LANGUAGE"] == lang and r["WARM"] == "1" for r in records),
+                       "misses": sum(r["LANGUAGE"] == lang and r["WARM"] == "0" for r in records)}
+                for lang in ("python3", "nodejs")}
+    assert expected["python3"]["hits"] >= 1 and expected["python3"]["misses"] >= 1, records
+    assert expected["nodejs"]["misses"] >= 1, records
+    delta = {lang: {k: after["PoolByLanguage"][lang][k] - before["PoolByLanguage"][lang][k]
+                    for k in ("hits", "misses")} for lang in expected}
+    assert delta == expected, (delta, expected)
+
+    pool = json.loads(container.sh("difysandboxctl --json status").stdout)["pool_by_language"]
+    assert pool == after["PoolByLanguage"], (pool, after)
+    line = next(x for x in container.sh("difysandboxctl status").stdout.splitlines()
+                if x.startswith("Warm pool:"))
+    hits, misses = pool["python3"]["hits"], pool["python3"]["misses"]
+    assert f"python3 {hits} hits, {misses} misses ({hits * 100 // (hits + misses)}%)" in line, line
+
+
 def test_manager_notifies_systemd(container):
     props = container.sh("systemctl show difysandbox-manager.service -p StatusText -p WatchdogUSec "
                          "-p NotifyAccess -p Type").stdout

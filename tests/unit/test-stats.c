@@ -1,7 +1,8 @@
-/* test-stats: src/common/stats.c. Exact counts, also from many processes at once; active-run slots of
- * SIGKILLed and reused-pid owners freed and taken over; percentiles within the documented bound; a
- * damaged or old file replaced; counts kept across a reopen. Each test has its own mkdtemp() state
- * directory. Children never call cmocka: they report through their exit status. */
+/* test-stats: src/common/stats.c. Exact counts, also from many processes at once; pool hits and misses;
+ * active-run slots of SIGKILLed and reused-pid owners freed and taken over; percentiles within the
+ * documented bound; a damaged or old file replaced (version 1, before the pool counts, too); counts kept
+ * across a reopen. Each test has its own mkdtemp() state directory. Children never call cmocka: they
+ * report through their exit status. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -219,12 +220,51 @@ static void test_counts_by_result(void **state) {
         assert_int_equal(bucket_sum(&snap.latency[NODE]), 5);
 }
 
+/* Pool hits and misses: per language, apart from the runs by result, kept across a reopen. */
+static void test_pool_hits_and_misses(void **state) {
+        Fixture *f = *state;
+        Stats *s = NULL;
+        StatsSnapshot snap;
+
+        assert_int_equal(stats_open(f->dir, &s), 0);
+        for (int i = 0; i < 19; i++)
+                stats_record_pool(s, PY, /* warm= */ true);
+        stats_record_pool(s, PY, /* warm= */ false);
+        for (int i = 0; i < 3; i++)
+                stats_record_pool(s, NODE, /* warm= */ false);
+        stats_record_pool(s, NODE, /* warm= */ true);
+        /* an unknown language is not counted anywhere */
+        stats_record_pool(s, STATS_LANGUAGES, true);
+        stats_record_pool(s, STATS_LANGUAGE_UNKNOWN, false);
+
+        assert_int_equal(stats_snapshot(s, &snap), 0);
+        assert_int_equal(snap.pool_hits[PY], 19);
+        assert_int_equal(snap.pool_misses[PY], 1);
+        assert_int_equal(snap.pool_hits[NODE], 1);
+        assert_int_equal(snap.pool_misses[NODE], 3);
+        /* counted apart from the runs: a hit is not a run, and a run is not a hit */
+        assert_int_equal(stats_snapshot_total(&snap, STATS_RESULT_OK), 0);
+        assert_int_equal(snap.latency[PY].count, 0);
+        stats_record_run(s, PY, STATS_RESULT_OK, 1000);
+        assert_int_equal(stats_snapshot(s, &snap), 0);
+        assert_int_equal(snap.pool_hits[PY] + snap.pool_misses[PY], 20);
+        s = stats_close(s);
+
+        /* in the file: another process (the manager) reads them */
+        assert_int_equal(stats_open(f->dir, &s), 0);
+        assert_int_equal(stats_snapshot(s, &snap), 0);
+        assert_int_equal(snap.pool_hits[PY], 19);
+        assert_int_equal(snap.pool_misses[NODE], 3);
+        s = stats_close(s);
+}
+
 static void test_null_is_harmless(void **state) {
         StatsSnapshot snap = { .egress_denials = 42 };
 
         stats_record_run(NULL, PY, STATS_RESULT_OK, 1);
         stats_record_rejected(NULL, PY);
         stats_add_egress_denials(NULL, 1);
+        stats_record_pool(NULL, PY, true);
         stats_bump_config_generation(NULL);
         stats_run_end(NULL, 0);
         assert_int_equal(stats_run_begin(NULL), -EBADF);
@@ -745,7 +785,7 @@ static void test_bad_file_replaced(void **state) {
 
         assert_non_null(good);
         snprintf(newpath, sizeof(newpath), "%s/stats.new", f->dir);
-        for (int kind = 0; kind < 7; kind++) {
+        for (int kind = 0; kind < 8; kind++) {
                 Stats *s = NULL;
                 StatsFile bad = {};
                 StatsSnapshot snap;
@@ -779,22 +819,29 @@ static void test_bad_file_replaced(void **state) {
                         bad = (StatsFile){ .magic = STATS_FILE_MAGIC, .version = 0, .size = 64 };
                         write_file(f->path, &bad, 64);
                         break;
+                case 6: /* version 1: the layout before the pool counts, with its counts */
+                        good->version = 1;
+                        good->size = sizeof(StatsFile) - sizeof(good->pool_hits) - sizeof(good->pool_misses);
+                        write_file(f->path, good, good->size);
+                        break;
                 default: /* a symlink, and a stats.new left by a creator killed before its rename */
                         write_file(newpath, "half", 4);
                         assert_int_equal(symlink("/dev/zero", f->path), 0);
                         break;
                 }
-                if (kind != 6)
+                if (kind != 7)
                         ino = inode_of(f->path);
 
                 assert_int_equal(stats_open(f->dir, &s), 0);
                 assert_good_file(f->path);
-                if (kind != 6)
+                if (kind != 7)
                         assert_true(inode_of(f->path) != ino); /* a new file, not rewritten in place */
                 assert_int_equal(access(newpath, F_OK), -1);
                 assert_int_equal(stats_snapshot(s, &snap), 0);
                 assert_int_equal(snap.runs[PY][STATS_RESULT_OK], 0);
+                assert_int_equal(snap.pool_hits[PY], 0);
                 stats_record_run(s, PY, STATS_RESULT_OK, 1000);
+                stats_record_pool(s, PY, true);
                 s = stats_close(s);
 
                 /* good now: reopened as is */
@@ -803,6 +850,7 @@ static void test_bad_file_replaced(void **state) {
                 assert_true(inode_of(f->path) == ino);
                 assert_int_equal(stats_snapshot(s, &snap), 0);
                 assert_int_equal(snap.runs[PY][STATS_RESULT_OK], 1);
+                assert_int_equal(snap.pool_hits[PY], 1);
                 s = stats_close(s);
         }
 }
@@ -825,6 +873,7 @@ static int read_only_child(const Fixture *f) {
         stats_record_run(s, PY, STATS_RESULT_OK, 1000);
         stats_record_rejected(s, STATS_LANGUAGE_UNKNOWN);
         stats_add_egress_denials(s, 1);
+        stats_record_pool(s, PY, true);
         stats_bump_config_generation(s);
         if (stats_run_begin(s) != -EROFS)
                 return 14;
@@ -857,6 +906,7 @@ static void test_read_only(void **state) {
         assert_int_equal(snap.runs[PY][STATS_RESULT_OK], 1);
         assert_int_equal(snap.rejected_unknown_language, 0);
         assert_int_equal(snap.egress_denials, 0);
+        assert_int_equal(snap.pool_hits[PY], 0);
         assert_int_equal(snap.config_generation, 1);
 }
 
@@ -865,6 +915,7 @@ int main(void) {
                 cmocka_unit_test(test_result_names),
                 cmocka_unit_test(test_result_from_run),
                 cmocka_unit_test_setup_teardown(test_counts_by_result, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_hits_and_misses, setup, teardown),
                 cmocka_unit_test(test_null_is_harmless),
                 cmocka_unit_test_setup_teardown(test_concurrent_processes_count_exactly, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_concurrent_creation, setup, teardown),

@@ -1,0 +1,143 @@
+"""Pool hits and misses in the statistics (issue 25, item 4) through a real `difysandbox serve`: a run
+served by a prepared run of the warm pool counts as a hit of its language, a run prepared on demand (no
+pool for its language, or a burst larger than the pool) as a miss. serve has no manager, so the test reads
+the statistics file of its own state_dir as the manager does (src/common/stats.h: StatsFile)."""
+
+import struct
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from serve_helpers import HEADERS, children_of, process_uid, start_server
+
+UID_MIN, UID_MAX = 24200, 24215  # a range of its own: neighbours' ranges must not overlap
+POOL_ENV = {'DIFYSANDBOX_POOL_SIZE_PYTHON3': '1', 'DIFYSANDBOX_POOL_SIZE_NODEJS': '0'}
+BURST = 4
+
+# StatsFile, version 2 (src/common/stats.h): the header, then runs[language][result] (python3 = 0,
+# nodejs = 1; the six RunResults and "rejected"), rejected_unknown_language, egress_denials, then
+# pool_hits[language] and pool_misses[language]. The version check below fails when the layout moves.
+STATS_MAGIC = 0x5441545342534453
+STATS_VERSION = 2
+LANGUAGES = ('python3', 'nodejs')
+RESULTS = 7
+HEADER = struct.Struct('<QIIQQQ')  # magic, version, reserved, size, created_realtime_usec, generation
+RUNS_OFFSET = HEADER.size
+POOL_OFFSET = RUNS_OFFSET + (len(LANGUAGES) * RESULTS + 2) * 8
+
+
+def read_stats(state_dir):
+    data = (Path(state_dir) / 'stats').read_bytes()
+    magic, version, _, size, _, _ = HEADER.unpack_from(data)
+    assert (magic, version, size) == (STATS_MAGIC, STATS_VERSION, len(data)), (hex(magic), version, size)
+    words = lambda offset, n: struct.unpack_from(f'<{n}Q', data, offset)
+    runs = words(RUNS_OFFSET, len(LANGUAGES) * RESULTS)
+    pool = words(POOL_OFFSET, 2 * len(LANGUAGES))
+    return {lang: {'ok': runs[i * RESULTS], 'hits': pool[i], 'misses': pool[len(LANGUAGES) + i]}
+            for i, lang in enumerate(LANGUAGES)}
+
+
+@pytest.fixture(scope='module')
+def pooled():
+    state = tempfile.mkdtemp(prefix='difysandbox-pool-stats-')
+    s = start_server({'uid_min': UID_MIN, 'uid_max': UID_MAX, 'state_dir': state, 'worker_timeout': 30},
+                     env=POOL_ENV)
+    s.state_dir = state
+    yield s
+    rc = s.stop()
+    s.cleanup()
+    assert rc == 0, f'difysandbox serve exited {rc} after SIGTERM'
+
+
+def wait_until(predicate, timeout=60, step=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+def _waits_for_code(pid):
+    """The prepared interpreter is blocked in read(3, ...): its code's pipe."""
+    try:
+        fields = open(f'/proc/{pid}/syscall').read().split()
+    except OSError:
+        return False
+    return len(fields) > 1 and fields[0] == '0' and int(fields[1], 16) == 3
+
+
+def _preloaded(pid):
+    try:
+        return 'pandas' in open(f'/proc/{pid}/maps').read()
+    except OSError:
+        return False
+
+
+def ready_python_run(server):
+    """The UID of the pool's one prepared python run once it waits for its code, its preloads imported (a
+    light run made while requests came is replaced once they pause; the test waits for that too)."""
+    runs = [pid for slot in server.handlers() for pid in children_of(slot)
+            if UID_MIN <= (process_uid(pid) or 0) <= UID_MAX]
+    if len(runs) != 1 or not _waits_for_code(runs[0]) or not _preloaded(runs[0]):
+        return None
+    return process_uid(runs[0])
+
+
+def run(server, code, language='python3'):
+    # enable_network, as Dify always sends it: the pool holds that kind of run (network is on by default).
+    body = {'language': language, 'code': code, 'preload': '', 'enable_network': True}
+    r = requests.post(server.url + '/v1/sandbox/run', json=body, headers=HEADERS, timeout=120)
+    assert r.status_code == 200, (r.status_code, r.text)
+    assert r.json()['code'] == 0, r.json()
+    return r.json()['data']
+
+
+def test_runs_count_as_pool_hits_and_misses(pooled):
+    assert read_stats(pooled.state_dir) == {lang: {'ok': 0, 'hits': 0, 'misses': 0} for lang in LANGUAGES}
+
+    # A ready pool serves the run: its UID is the prepared run's, and it counts as a hit.
+    uid = wait_until(lambda: ready_python_run(pooled))
+    assert uid, 'the pool never held a prepared python run'
+    time.sleep(0.5)  # the slot's "ready" message reaches the runner just after the run blocks in read()
+    data = run(pooled, 'import os\nprint(os.getuid())')
+    assert int(data['stdout']) == uid, ('not the pool\'s run', data, uid)
+    stats = read_stats(pooled.state_dir)
+    assert stats['python3'] == {'ok': 1, 'hits': 1, 'misses': 0}, stats
+
+    # No pool for node (pool_size.nodejs: 0): prepared on demand, a miss.
+    assert run(pooled, 'console.log(6 * 7)', 'nodejs')['stdout'] == '42\n'
+    stats = read_stats(pooled.state_dir)
+    assert stats['nodejs'] == {'ok': 1, 'hits': 0, 'misses': 1}, stats
+    assert stats['python3'] == {'ok': 1, 'hits': 1, 'misses': 0}, stats
+
+    # A burst larger than the pool: the one prepared run serves one request, the rest are prepared on
+    # demand. The pool may make one light run meanwhile (it prepares only while fewer runs run than the
+    # host has CPUs), so at least BURST - 2 are misses; each run is one or the other.
+    assert wait_until(lambda: ready_python_run(pooled)), 'the pool did not refill'
+    time.sleep(0.5)
+    errors = []
+
+    def one():
+        try:
+            run(pooled, 'import time\ntime.sleep(1)\nprint("done")')
+        except Exception as e:  # reported below, by the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=one) for _ in range(BURST)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    assert not errors, errors
+    stats = read_stats(pooled.state_dir)
+    python = stats['python3']
+    assert python['ok'] == 1 + BURST, stats
+    assert python['hits'] + python['misses'] == 1 + BURST, stats
+    assert python['hits'] >= 2 and python['misses'] >= BURST - 2, stats  # the first hit, the burst's
+    assert stats['nodejs'] == {'ok': 1, 'hits': 0, 'misses': 1}, stats

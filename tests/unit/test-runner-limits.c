@@ -1,4 +1,4 @@
-/* Unit tests of src/runner/fd-budget.c and src/runner/episode.c (issue 24): the runner's descriptor need
+/* Unit tests of src/runner/fd-budget.c and src/common/episode.c (issue 24): the runner's descriptor need
  * follows its configured limits, the connections it keeps fit under RLIMIT_NOFILE within fixed bounds,
  * the unit's LimitNOFILE= covers every configuration the config file accepts, and a burst of events is
  * one episode: one warning when it begins, one summary once it has been quiet. */
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "runner/episode.h"
+#include "common/episode.h"
 #include "runner/fd-budget.h"
 #include "runner/pool.h"
 

@@ -155,13 +155,13 @@ static Conn *conn_free(Conn *c) {
 /* Closes the oldest connection that waits for its next request with none sent yet, to make room for a new
  * one. A worker of difysandbox-runner.socket connects again at its next request (runner-client.c); one of
  * serve's cannot, and answers that the runner is unreachable. A request sent in the instant between the
- * look and the close is lost, and its worker answers an error naming the runner. Returns whether one went.
- */
-static bool conn_shed(Runner *r) {
+ * look and the close is lost, and its worker answers an error naming the runner. keep (may be NULL) is
+ * never the one. Returns whether one went. */
+static bool conn_shed(Runner *r, const Conn *keep) {
         for (Conn *c = r->conns; c; c = c->next) {
                 struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 
-                if (c->handler != 0)
+                if (c->handler != 0 || c == keep)
                         continue;
                 if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR)) == 0)
                         continue; /* a request waits on it */
@@ -179,7 +179,7 @@ static int conn_new(Runner *r, int fd, pid_t peer) {
         int e;
 
         if (r->n_conns >= r->connections_max) {
-                bool shed = conn_shed(r);
+                bool shed = conn_shed(r, NULL);
 
                 if (pressure_begins(r, PRESSURE_AT_CAP))
                         log_warning(
@@ -215,15 +215,16 @@ static int conn_new(Runner *r, int fd, pid_t peer) {
 }
 
 /* A descriptor could not be had (accept()'s EMFILE or ENFILE; a message's fd dropped): one warning per
- * episode, and the oldest idle connection goes so that the next one fits. Returns whether one went. */
-static bool out_of_fds(Runner *r, int error, const char *what) {
+ * episode, and the oldest idle connection but keep goes so that the next one fits. Returns whether one
+ * went. */
+static bool out_of_fds(Runner *r, const Conn *keep, int error, const char *what) {
         if (pressure_begins(r, PRESSURE_NO_FDS))
                 log_warning_errno(
                         error,
                         "Out of file descriptors with %u worker connections open (%s: %m); closing "
                         "idle worker connections, oldest first",
                         r->n_conns, what);
-        return conn_shed(r);
+        return conn_shed(r, keep);
 }
 
 /* ---- children ---- */
@@ -738,7 +739,7 @@ static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata)
         if (e == -EMFILE) {
                 /* A run's code came, and we had no descriptor for it: this request fails, not the
                  * connection; an idle one goes so that the next fits. */
-                (void) out_of_fds(r, e, "a run's code was dropped");
+                (void) out_of_fds(r, c, e, "a run's code was dropped"); /* c is answered below */
                 e = handler_reply_status(fd, RUNNER_STATUS_FAILED, e, RUN_STEP_RUNNER,
                                          "the runner is out of file descriptors", r->config_generation);
                 if (e < 0)
@@ -845,7 +846,7 @@ static int on_listener(sd_event_source *s, int fd, uint32_t revents, void *userd
                 if (errno == EMFILE || errno == ENFILE) {
                         /* One shed connection makes room for the next accept(); if it did not, the table
                          * is full of other things (or the system's is): rest rather than shed them all. */
-                        if (!shed && out_of_fds(r, -errno, "cannot accept a worker connection")) {
+                        if (!shed && out_of_fds(r, NULL, -errno, "cannot accept a worker connection")) {
                                 shed = true;
                                 continue;
                         }
@@ -871,7 +872,7 @@ static int on_handoff(sd_event_source *s, int fd, uint32_t revents, void *userda
         if (e == -EMFILE) {
                 /* MSG_CTRUNC: the connection it brought is lost (its worker answers that the runner cannot
                  * be reached), not the line to serve. */
-                (void) out_of_fds(r, e, "a connection serve handed over was dropped");
+                (void) out_of_fds(r, NULL, e, "a connection serve handed over was dropped");
                 return 0;
         }
         if (e == -EBADMSG) {

@@ -24,6 +24,7 @@
 
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/episode.h"
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/time-util.h"
@@ -346,9 +347,18 @@ static int runner_line_open(int handoff_fd, int *ret_worker_end) {
         return 0;
 }
 
+/* Accepting or forking fails (out of fds, memory or processes): such a state lasts, so it is logged once
+ * per episode, not once every ACCEPT_BACKOFF_MSEC (issue 24). Returns 1: accepting pauses. */
+static int accept_trouble(Episode *trouble, int error, const char *what) {
+        if (episode_event(trouble, now(CLOCK_MONOTONIC)))
+                log_warning_errno(error, "%s, pausing for %i ms at a time until it works again: %m", what,
+                                  ACCEPT_BACKOFF_MSEC);
+        return 1;
+}
+
 /* Accepts one connection and forks its worker. Returns 1 when accepting should pause (out of fds or
  * memory), 0 otherwise. */
-static int accept_one(const Config *cfg, const ServeFds *fds, Workers *w) {
+static int accept_one(const Config *cfg, const ServeFds *fds, Workers *w, Episode *trouble) {
         _cleanup_close_ int conn_fd = -EBADF, runner_fd = -EBADF;
         int listen_fd = fds->listen_fd;
         struct sockaddr_storage ss = { 0 };
@@ -361,9 +371,7 @@ static int accept_one(const Config *cfg, const ServeFds *fds, Workers *w) {
         if (conn_fd < 0) {
                 if (accept_error_transient(errno))
                         return 0;
-                log_warning_errno(-errno, "Cannot accept a connection, pausing for %i ms: %m",
-                                  ACCEPT_BACKOFF_MSEC);
-                return 1;
+                return accept_trouble(trouble, -errno, "Cannot accept a connection");
         }
 
         source = source_of(&ss);
@@ -376,15 +384,11 @@ static int accept_one(const Config *cfg, const ServeFds *fds, Workers *w) {
         }
 
         r = runner_line_open(fds->handoff_fd, &runner_fd);
-        if (r < 0) {
-                log_warning_errno(r, "Cannot open a line to the runner, dropping the connection: %m");
-                return 1;
-        }
+        if (r < 0)
+                return accept_trouble(trouble, r, "Cannot open a line to the runner, dropping connections");
         pid = fork();
-        if (pid < 0) {
-                log_warning_errno(-errno, "Cannot fork a worker, dropping the connection: %m");
-                return 1;
-        }
+        if (pid < 0)
+                return accept_trouble(trouble, -errno, "Cannot fork a worker, dropping connections");
         if (pid == 0)
                 worker_run(cfg, TAKE_FD(conn_fd), TAKE_FD(runner_fd), fds, parent);
 
@@ -395,6 +399,8 @@ static int accept_one(const Config *cfg, const ServeFds *fds, Workers *w) {
                 (void) waitpid(pid, NULL, 0);
                 return 1;
         }
+        if (trouble->active)
+                log_info("Accepting connections again after %" PRIu64 " failures", episode_end(trouble));
         return 0;
 }
 
@@ -573,6 +579,7 @@ int serve_main(Config *cfg, const char *listen_addr) {
         char bound[INET6_ADDRSTRLEN + 8];
         sigset_t old_mask;
         ServeFds fds = { .mask = &old_mask };
+        Episode trouble = { 0 };
         bool backoff = false;
         pid_t runner_pid = 0;
         int r = 0, stop = 0;
@@ -630,7 +637,7 @@ int serve_main(Config *cfg, const char *listen_addr) {
                         }
                 }
                 if (stop == 0 && (pfd[1].revents & POLLIN))
-                        backoff = accept_one(cfg, &fds, &workers) > 0;
+                        backoff = accept_one(cfg, &fds, &workers, &trouble) > 0;
         }
         if (stop != 0)
                 log_info("Received %s, no longer accepting on %s", strsignal(stop), bound);

@@ -239,6 +239,12 @@ int runner_recv_fds(int fd, void *buf, size_t size, int flags, size_t *ret_len, 
         size_t kept = count < max_fds ? count : max_fds;
         if (n == 0 && count == 0)
                 return -ECONNRESET;
+        if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) == MSG_CTRUNC && count < FDS_MAX) {
+                /* Fewer fds than our buffer holds, yet some were dropped: the kernel could not install
+                 * them (scm_detach_fds()), our table is full. Only this message is lost. */
+                close_all(fds, kept);
+                return -EMFILE;
+        }
         if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || count > max_fds) {
                 close_all(fds, kept);
                 return -EBADMSG;

@@ -1,6 +1,6 @@
 #pragma once
-/* runner-protocol: owns the wire format between the unprivileged worker and the privileged runner (DESIGN §2),
- * and nothing else speaks it. A connection is an AF_UNIX SOCK_SEQPACKET socket, so one message is one
+/* runner-protocol: owns the wire format between the unprivileged worker and the privileged runner (DESIGN
+ * §2), and nothing else speaks it. A connection is an AF_UNIX SOCK_SEQPACKET socket, so one message is one
  * datagram and no message is ever read in parts. Each message is a fixed-size header; bulk data (the
  * code; the outputs of a run; the configuration text) travels in a sealed memfd passed with SCM_RIGHTS,
  * so that neither side parses a stream and the runner never reads more than it has checked.
@@ -108,7 +108,9 @@ int runner_recv_fds(int fd, void *buf, size_t size, int flags, size_t *ret_len, 
                     size_t *ret_n_fds);
 /* Receives one message of at most size bytes into buf, and the fd that came with it (-EBADF: none).
  * -ECONNRESET at the end of the connection; -EBADMSG for a message larger than size or with more than
- * one fd (any fd received is closed). With MSG_DONTWAIT in flags, -EAGAIN when nothing is there. */
+ * one fd (any fd received is closed); -EMFILE when the message came with fds that could not be installed
+ * (MSG_CTRUNC: our descriptor table is full): the message is consumed, the connection is still good. With
+ * MSG_DONTWAIT in flags, -EAGAIN when nothing is there. */
 int runner_recv(int fd, void *buf, size_t size, int flags, size_t *ret_len, int *ret_payload_fd);
 
 /* A sealed memfd holding the n parts one after the other. */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "admit.h"
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/episode.h"
 #include "common/generation.h"
 #include "common/log.h"
 #include "common/packages.h"
@@ -29,6 +31,7 @@
 #include "common/stats.h"
 #include "common/time-util.h"
 #include "config/config-file.h"
+#include "fd-budget.h"
 #include "handler.h"
 #include "languages.h"
 #include "pool.h"
@@ -48,10 +51,37 @@
 #define REFILL_QUIET_USEC (UINT64_C(100) * 1000)
 /* How long a stopping runner waits for a pool slot to kill and reap its prepared run. */
 #define STOP_GRACE_USEC (UINT64_C(5) * USEC_PER_SEC)
-/* Connections of workers at once: one per HTTP connection, so far above MaxConnections=. */
-#define CONNECTIONS_MAX 4096U
+/* Connections one peer process may hold (SO_PEERCRED's PID at connect()). A worker holds one, and two for
+ * a moment when it connects again before its old one's end was read here; no worker can fork (its system
+ * call filter), so many connections from one PID are an attack on the descriptor table, not a load. The
+ * UID says nothing here: every worker is difysandbox-worker. The total is bounded by connections_max
+ * (fd-budget.h), from RLIMIT_NOFILE. */
+#define CONNECTIONS_PER_PEER_MAX 4U
+/* accept() failing with nothing to shed (or for another reason): the listener rests this long, not spins. */
+#define ACCEPT_PAUSE_USEC (UINT64_C(100) * 1000)
+/* An episode of refused or shed connections is summed up once it has been quiet this long. */
+#define EPISODE_QUIET_USEC (UINT64_C(10) * USEC_PER_SEC)
 
 typedef struct Conn Conn;
+
+/* Kinds of pressure on the connections, each logged once per episode (episode.h). */
+typedef enum Pressure {
+        PRESSURE_NO_FDS,   /* accept()'s EMFILE or ENFILE, a message's fd dropped with MSG_CTRUNC */
+        PRESSURE_ACCEPT,   /* accept() failing otherwise */
+        PRESSURE_AT_CAP,   /* connections_max reached */
+        PRESSURE_PER_PEER, /* a process past CONNECTIONS_PER_PEER_MAX */
+        PRESSURE_STRANGER, /* a peer neither root nor worker_user */
+        _PRESSURE_MAX,
+} Pressure;
+
+/* The closing line of an episode: "... after N <this>". */
+static const char *const pressure_summary[_PRESSURE_MAX] = {
+        [PRESSURE_NO_FDS] = "times out of file descriptors",
+        [PRESSURE_ACCEPT] = "failed accept()s",
+        [PRESSURE_AT_CAP] = "connections past the most RLIMIT_NOFILE leaves room for",
+        [PRESSURE_PER_PEER] = "connections refused to processes that held too many",
+        [PRESSURE_STRANGER] = "connections refused to processes of other users",
+};
 
 struct Runner {
         sd_event *event;
@@ -63,9 +93,10 @@ struct Runner {
         Sandbox *sandbox;
         Pool pool;
         uid_t worker_uid; /* (uid_t) -1: no such user, only root may connect */
-        sd_event_source *listener, *handoff, *timer;
-        Conn *conns;
-        unsigned n_conns;
+        sd_event_source *listener, *handoff, *timer, *resume;
+        Conn *conns, *conns_last; /* oldest first */
+        unsigned n_conns, connections_max;
+        Episode pressure[_PRESSURE_MAX];
         uint64_t backoff_usec, prepare_not_before; /* CLOCK_MONOTONIC */
         uint64_t last_run_usec;                    /* when the last run request came */
         sigset_t old_mask;
@@ -77,6 +108,7 @@ struct Conn {
         int fd;
         sd_event_source *io;
         pid_t handler; /* 0 while the connection waits for its next request */
+        pid_t peer;    /* SO_PEERCRED's PID of an accepted connection; -1: handed over by serve */
 };
 
 DEFINE_POINTER_CLEANUP(Runner *, runner_free);
@@ -94,6 +126,11 @@ static HandlerContext runner_context(const Runner *r) {
 
 /* ---- connections ---- */
 
+/* One event of pressure p: true when it begins an episode, whose one warning the caller logs. */
+static bool pressure_begins(Runner *r, Pressure p) {
+        return episode_event(&r->pressure[p], now(CLOCK_MONOTONIC));
+}
+
 static Conn *conn_free(Conn *c) {
         if (!c)
                 return NULL;
@@ -104,6 +141,8 @@ static Conn *conn_free(Conn *c) {
                 r->conns = c->next;
         if (c->next)
                 c->next->prev = c->prev;
+        else
+                r->conns_last = c->prev;
         r->n_conns--;
         sd_event_source_disable_unref(c->io);
         (void) safe_close(c->fd);
@@ -113,34 +152,79 @@ static Conn *conn_free(Conn *c) {
         return NULL;
 }
 
+/* Closes the oldest connection that waits for its next request with none sent yet, to make room for a new
+ * one. A worker of difysandbox-runner.socket connects again at its next request (runner-client.c); one of
+ * serve's cannot, and answers that the runner is unreachable. A request sent in the instant between the
+ * look and the close is lost, and its worker answers an error naming the runner. keep (may be NULL) is
+ * never the one. Returns whether one went. */
+static bool conn_shed(Runner *r, const Conn *keep) {
+        for (Conn *c = r->conns; c; c = c->next) {
+                struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+
+                if (c->handler != 0 || c == keep)
+                        continue;
+                if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR)) == 0)
+                        continue; /* a request waits on it */
+                conn_free(c);
+                return true;
+        }
+        return false;
+}
+
 static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
-static int conn_new(Runner *r, int fd) {
+/* Takes fd (peer: see Conn). At connections_max, the oldest idle connection makes room, or fd is refused. */
+static int conn_new(Runner *r, int fd, pid_t peer) {
         Conn *c;
         int e;
 
-        if (r->n_conns >= CONNECTIONS_MAX) {
-                log_warning("Refusing a worker connection: %u are open", r->n_conns);
-                (void) safe_close(fd);
-                return -EMFILE;
+        if (r->n_conns >= r->connections_max) {
+                bool shed = conn_shed(r, NULL);
+
+                if (pressure_begins(r, PRESSURE_AT_CAP))
+                        log_warning(
+                                "%u worker connections are open, the most RLIMIT_NOFILE leaves room for: "
+                                "%s",
+                                r->n_conns + shed,
+                                shed ? "closing idle ones, oldest first, for new ones"
+                                     : "refusing new ones while none is idle");
+                if (!shed) {
+                        (void) safe_close(fd);
+                        return -EMFILE;
+                }
         }
         c = calloc(1, sizeof(*c));
         if (!c) {
                 (void) safe_close(fd);
                 return -ENOMEM;
         }
-        *c = (Conn){ .runner = r, .fd = fd, .next = r->conns };
+        *c = (Conn){ .runner = r, .fd = fd, .peer = peer, .prev = r->conns_last };
         e = sd_event_add_io(r->event, &c->io, fd, EPOLLIN, on_conn, c);
         if (e < 0) {
                 (void) safe_close(fd);
                 free(c);
                 return e;
         }
-        if (r->conns)
-                r->conns->prev = c;
-        r->conns = c;
+        if (r->conns_last)
+                r->conns_last->next = c;
+        else
+                r->conns = c;
+        r->conns_last = c;
         r->n_conns++;
         return 0;
+}
+
+/* A descriptor could not be had (accept()'s EMFILE or ENFILE; a message's fd dropped): one warning per
+ * episode, and the oldest idle connection but keep goes so that the next one fits. Returns whether one
+ * went. */
+static bool out_of_fds(Runner *r, const Conn *keep, int error, const char *what) {
+        if (pressure_begins(r, PRESSURE_NO_FDS))
+                log_warning_errno(
+                        error,
+                        "Out of file descriptors with %u worker connections open (%s: %m); closing "
+                        "idle worker connections, oldest first",
+                        r->n_conns, what);
+        return conn_shed(r, keep);
 }
 
 /* ---- children ---- */
@@ -159,7 +243,7 @@ static void child_detach(Runner *r, int keep_a, int keep_b) {
                         (void) close(fd);
         }
         if (r->listener)
-                (void) close(sd_event_source_get_io_fd(r->listener));
+                (void) close(sd_event_source_get_io_fd(r->listener)); /* even while it rests */
         if (r->handoff)
                 (void) close(sd_event_source_get_io_fd(r->handoff));
         if (sigprocmask(SIG_SETMASK, &r->old_mask, NULL) < 0)
@@ -397,6 +481,28 @@ static void pool_limits(const Config *cfg, PoolLimits *ret) {
                 ret->size[l] = runtime_pool_size(runtime_get(l), cfg);
 }
 
+/* RLIMIT_NOFILE raised toward what the limits need (fd-budget.h); returns how many worker connections
+ * fit. Logs when the limit falls short: the unit's LimitNOFILE= covers every configuration it accepts. */
+static unsigned connections_budget(const PoolLimits *limits) {
+        uint64_t needed = fd_budget_needed(limits), soft = needed, hard = needed;
+        unsigned n;
+        int e;
+
+        e = fd_budget_raise(needed, &soft, &hard);
+        if (e < 0) {
+                log_warning_errno(e, "Cannot raise RLIMIT_NOFILE to %" PRIu64 ", ignoring: %m", needed);
+                return FD_BUDGET_CONNECTIONS_MAX;
+        }
+        n = fd_budget_connections(limits, soft);
+        if (soft < needed)
+                log_warning(
+                        "RLIMIT_NOFILE is %" PRIu64 " (hard limit %" PRIu64 "), below the %" PRIu64
+                        " that max_requests, pool_size and %u worker connections need: at most %u worker "
+                        "connections are kept open (raise LimitNOFILE=)",
+                        soft, hard, needed, FD_BUDGET_CONNECTIONS_MAX, n);
+        return n;
+}
+
 /* The state that follows from a configuration: sandbox (cgroup layout, compiled filters), admission. */
 static int runner_apply(Runner *r, Config *cfg) {
         _cleanup_(sandbox_freep) Sandbox *sb = NULL;
@@ -431,6 +537,7 @@ static int runner_apply(Runner *r, Config *cfg) {
         PoolLimits limits;
         pool_limits(cfg, &limits);
         r->pool.limits = limits;
+        r->connections_max = connections_budget(&limits);
         struct passwd *pw = getpwnam(cfg->worker_user);
         r->worker_uid = pw ? pw->pw_uid : (uid_t) -1;
         return 0;
@@ -513,9 +620,20 @@ static void retire_stale_slots(Runner *r) {
         }
 }
 
+/* Each episode that has been quiet long enough gets its one closing line. */
+static void episodes_close(Runner *r) {
+        uint64_t now_usec = now(CLOCK_MONOTONIC);
+
+        for (Pressure p = 0; p < _PRESSURE_MAX; p++)
+                if (episode_quiet(&r->pressure[p], now_usec, EPISODE_QUIET_USEC))
+                        log_info("Worker connections back to normal after %" PRIu64 " %s",
+                                 episode_end(&r->pressure[p]), pressure_summary[p]);
+}
+
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Runner *r = userdata;
 
+        episodes_close(r);
         (void) sd_event_source_set_time_relative(s, CHECK_INTERVAL_USEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         reload_if_stale(r);
@@ -618,6 +736,16 @@ static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata)
         e = runner_recv(fd, &wire, sizeof(wire), MSG_DONTWAIT, &len, &payload);
         if (e == -EAGAIN)
                 return 0;
+        if (e == -EMFILE) {
+                /* A run's code came, and we had no descriptor for it: this request fails, not the
+                 * connection; an idle one goes so that the next fits. */
+                (void) out_of_fds(r, c, e, "a run's code was dropped"); /* c is answered below */
+                e = handler_reply_status(fd, RUNNER_STATUS_FAILED, e, RUN_STEP_RUNNER,
+                                         "the runner is out of file descriptors", r->config_generation);
+                if (e < 0)
+                        conn_free(c);
+                return 0;
+        }
         if (e >= 0) {
                 reload_if_stale(r);
                 e = runner_request_decode(&wire, len, r->cfg->code_max, &req);
@@ -648,35 +776,87 @@ static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 
 /* ---- listening ---- */
 
-static bool peer_allowed(const Runner *r, int fd) {
+static bool peer_allowed(const Runner *r, const struct ucred *cred) {
+        return cred->uid == 0 || (r->worker_uid != (uid_t) -1 && cred->uid == r->worker_uid);
+}
+
+static unsigned conns_of_peer(const Runner *r, pid_t peer) {
+        unsigned n = 0;
+
+        for (const Conn *c = r->conns; c; c = c->next)
+                n += c->peer == peer;
+        return n;
+}
+
+/* The checks of an accepted connection; takes conn. */
+static void accepted(Runner *r, int conn) {
         struct ucred cred;
         socklen_t len = sizeof(cred);
 
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-                return false;
-        return cred.uid == 0 || (r->worker_uid != (uid_t) -1 && cred.uid == r->worker_uid);
+        if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !peer_allowed(r, &cred)) {
+                if (pressure_begins(r, PRESSURE_STRANGER))
+                        log_warning(
+                                "Refusing connections to the runner from processes that are neither root "
+                                "nor '%s'",
+                                r->cfg->worker_user);
+                (void) close(conn);
+                return;
+        }
+        /* A peer in another PID namespace is PID 0 here: such peers share one allowance, failing closed. */
+        if (conns_of_peer(r, cred.pid) >= CONNECTIONS_PER_PEER_MAX) {
+                if (pressure_begins(r, PRESSURE_PER_PEER))
+                        log_warning("Refusing more connections to the runner from PID %i (UID %u): it holds "
+                                    "%u, the most one process may",
+                                    (int) cred.pid, (unsigned) cred.uid, CONNECTIONS_PER_PEER_MAX);
+                (void) close(conn);
+                return;
+        }
+        (void) conn_new(r, conn, cred.pid);
+}
+
+static void listener_pause(Runner *r) {
+        (void) sd_event_source_set_enabled(r->listener, SD_EVENT_OFF);
+        (void) sd_event_source_set_time_relative(r->resume, ACCEPT_PAUSE_USEC);
+        (void) sd_event_source_set_enabled(r->resume, SD_EVENT_ONESHOT);
+}
+
+static int on_resume(sd_event_source *s, uint64_t usec, void *userdata) {
+        Runner *r = userdata;
+
+        (void) sd_event_source_set_enabled(r->listener, SD_EVENT_ON);
+        return 0;
 }
 
 static int on_listener(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Runner *r = userdata;
+        bool shed = false;
 
         for (;;) {
                 int conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-                if (conn < 0) {
-                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-                                log_warning_errno(-errno, "Cannot accept a worker connection: %m");
-                        return 0;
-                }
-                if (!peer_allowed(r, conn)) {
-                        log_warning("Refusing a connection to the runner from a process that is neither "
-                                    "root nor "
-                                    "'%s'",
-                                    r->cfg->worker_user);
-                        (void) close(conn);
+                if (conn >= 0) {
+                        shed = false;
+                        accepted(r, conn);
                         continue;
                 }
-                (void) conn_new(r, conn);
+                if (errno == EAGAIN)
+                        return 0;
+                if (errno == EINTR || errno == ECONNABORTED)
+                        continue;
+                if (errno == EMFILE || errno == ENFILE) {
+                        /* One shed connection makes room for the next accept(); if it did not, the table
+                         * is full of other things (or the system's is): rest rather than shed them all. */
+                        if (!shed && out_of_fds(r, NULL, -errno, "cannot accept a worker connection")) {
+                                shed = true;
+                                continue;
+                        }
+                } else if (pressure_begins(r, PRESSURE_ACCEPT))
+                        log_warning_errno(-errno,
+                                          "Cannot accept a worker connection, retrying every %" PRIu64
+                                          " ms: %m",
+                                          ACCEPT_PAUSE_USEC / 1000);
+                listener_pause(r); /* the connections wait in the backlog meanwhile */
+                return 0;
         }
 }
 
@@ -689,19 +869,37 @@ static int on_handoff(sd_event_source *s, int fd, uint32_t revents, void *userda
         e = runner_recv(fd, &byte, sizeof(byte), MSG_DONTWAIT, &len, &conn);
         if (e == -EAGAIN)
                 return 0;
+        if (e == -EMFILE) {
+                /* MSG_CTRUNC: the connection it brought is lost (its worker answers that the runner cannot
+                 * be reached), not the line to serve. */
+                (void) out_of_fds(r, NULL, e, "a connection serve handed over was dropped");
+                return 0;
+        }
+        if (e == -EBADMSG) {
+                log_warning_errno(e, "Ignoring a malformed hand-off from serve: %m");
+                return 0;
+        }
         if (e < 0)
                 return sd_event_exit(r->event, 0); /* serve is gone: so are we */
         if (conn < 0)
                 return 0;
-        (void) conn_new(r, conn); /* serve's own socketpair: trusted */
+        (void) conn_new(r, conn, -1); /* serve's own socketpair: trusted, serve bounds them per source */
         return 0;
 }
 
 int runner_add_listener(Runner *r, int fd) {
+        int e;
+
         /* systemd passes it blocking: on_listener() accepts until EAGAIN. */
         int flags = fcntl(fd, F_GETFL);
         if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
                 return -errno;
+        e = sd_event_add_time_relative(r->event, &r->resume, CLOCK_MONOTONIC, ACCEPT_PAUSE_USEC, 0,
+                                       on_resume, r);
+        if (e >= 0)
+                e = sd_event_source_set_enabled(r->resume, SD_EVENT_OFF);
+        if (e < 0)
+                return e;
         return sd_event_add_io(r->event, &r->listener, fd, EPOLLIN, on_listener, r);
 }
 
@@ -781,6 +979,7 @@ Runner *runner_free(Runner *r) {
         }
         pool_done(&r->pool);
         sd_event_source_disable_unref(r->listener);
+        sd_event_source_disable_unref(r->resume);
         sd_event_source_disable_unref(r->handoff);
         sd_event_source_disable_unref(r->timer);
         sd_event_unref(r->event);

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -188,6 +190,47 @@ static void test_recv_refuses_extra_fds_and_big_messages(void **state) {
         close(fds[1]);
 }
 
+/* Issue 24: a message whose fd could not be installed (the receiver's table is full: MSG_CTRUNC) is
+ * -EMFILE, one lost message, not -EBADMSG or the end; the next message on the same socket is read. In a
+ * child, so that the lowered RLIMIT_NOFILE is its alone. */
+static void test_recv_out_of_fds_is_one_lost_message(void **state) {
+        int sv[2], fds[2], status = 0;
+        pid_t pid;
+
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                RunnerRequestWire w;
+                struct rlimit rl;
+                int got = -1, e1, e2;
+                size_t len = 0;
+                int highest = sv[1] > fds[1] ? sv[1] : fds[1];
+
+                /* Nothing free below the limit: the fd that comes cannot be installed. */
+                rl.rlim_cur = rl.rlim_max = (rlim_t) highest + 1;
+                for (int fd = 0; fd <= highest; fd++)
+                        if (fcntl(fd, F_GETFD) < 0)
+                                (void) dup2(sv[1], fd);
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        _exit(10);
+                e1 = runner_recv(sv[1], &w, sizeof(w), 0, &len, &got);
+                e2 = runner_recv(sv[1], &w, sizeof(w), 0, &len, &got);
+                _exit(e1 == -EMFILE && e2 == 0 && got < 0 && len == sizeof(w) ? 0 : 11);
+        }
+        RunnerRequestWire w = run_request(0);
+        assert_int_equal(runner_send(sv[0], &w, sizeof(w), fds[0]), 0); /* its fd is dropped */
+        assert_int_equal(runner_send(sv[0], &w, sizeof(w), -1), 0);     /* and this one still read */
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        close(sv[0]);
+        close(sv[1]);
+        close(fds[0]);
+        close(fds[1]);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_request_round_trip),
@@ -198,6 +241,7 @@ int main(void) {
                 cmocka_unit_test(test_reply_round_trip_and_limits),
                 cmocka_unit_test(test_payload_sealed_and_sized),
                 cmocka_unit_test(test_recv_refuses_extra_fds_and_big_messages),
+                cmocka_unit_test(test_recv_out_of_fds_is_one_lost_message),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

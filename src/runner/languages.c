@@ -2,7 +2,10 @@
 
 #include "languages.h"
 
+#include <errno.h>
+
 #include "common/config.h"
+#include "common/log.h"
 #include "runtime/runtime.h"
 #include "sandbox/run.h"
 
@@ -26,5 +29,16 @@ int languages_sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr) 
                         .n_rules = rt->n_rules,
                 };
         }
-        return sandbox_new(cfg, languages, _LANGUAGE_MAX, ret, reterr);
+        int r = sandbox_new(cfg, languages, _LANGUAGE_MAX, ret, reterr);
+        if (r < 0)
+                return r;
+        /* Degraded, not refused: failing every run would help nobody (docs/security.md). */
+        r = sandbox_time_namespace(*ret);
+        if (r < 0)
+                log_warning_errno(
+                        r,
+                        "Runs get no time namespace, so their boot and monotonic clocks are the "
+                        "host's and tell its uptime: setting a time namespace's clocks failed (%m)%s",
+                        r == -EPERM ? "; CAP_SYS_TIME is missing, as in a container that drops it" : "");
+        return 0;
 }

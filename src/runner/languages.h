@@ -8,5 +8,6 @@ typedef struct Config Config;
 typedef struct RunFailure RunFailure;
 typedef struct Sandbox Sandbox;
 
-/* sandbox_new() with every language. cfg must outlive the sandbox (its strings are borrowed). */
+/* sandbox_new() with every language. cfg must outlive the sandbox (its strings are borrowed). Logs one
+ * warning when runs can have no time namespace here (no CAP_SYS_TIME): they still run. */
 int languages_sandbox_new(const Config *cfg, Sandbox **ret, RunFailure *reterr);

@@ -3,13 +3,16 @@
 #include "slot.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "common/time-util.h"
 #include "handler.h"
 #include "protocol/runner-protocol.h"
@@ -19,15 +22,39 @@
 /* How long a new slot may take to import its preloads before it is offered anyway. */
 #define SLOT_PRELOAD_WAIT_USEC (UINT64_C(60) * USEC_PER_SEC)
 
+/* A prepared run is replaced at a random age between half this and this. Its clocks say nothing of its
+ * age (sandbox/clocks.h), but a run can read other things stamped when it was made (the times of its
+ * /tmp and pipes, Node's performance.nodeTiming): its age is when the pool last refilled, so when
+ * another tenant was last served. Bounded, they tell at most that the pool refilled within this time,
+ * which it does anyway on this schedule. Random, so that slots made together do not age out together.
+ * The cost on an idle host: each slot prepared again every 7.5 minutes on average. */
+#define SLOT_MAX_AGE_USEC (UINT64_C(600) * USEC_PER_SEC)
+#define SLOT_MAX_AGE_VARIABLE "DIFYSANDBOX_POOL_MAX_AGE_SEC" /* for tests; 2-86400 s */
+
 DEFINE_POINTER_CLEANUP(PreparedRun *, prepared_run_free);
 
+/* When this slot's prepared run is replaced, on CLOCK_MONOTONIC. */
+static uint64_t slot_retire_at(void) {
+        const char *v = getenv(SLOT_MAX_AGE_VARIABLE);
+        uint64_t max_age = SLOT_MAX_AGE_USEC, sec, random;
+
+        if (v && (parse_uint64(v, &sec) < 0 || sec < 2 || sec > 86400))
+                log_warning("Ignoring %s='%s': not a number of seconds from 2 to 86400, using %" PRIu64,
+                            SLOT_MAX_AGE_VARIABLE, v, SLOT_MAX_AGE_USEC / USEC_PER_SEC);
+        else if (v)
+                max_age = sec * USEC_PER_SEC;
+        if (getrandom(&random, sizeof(random), 0) != (ssize_t) sizeof(random))
+                random = 0; /* the earliest: the bound holds */
+        return now(CLOCK_MONOTONIC) + max_age / 2 + random % (max_age / 2 + 1);
+}
+
 /* Waits until the runner hands over a request (1, with the connection and code fds), closes the control
- * socket (0), or the prepared run dies (0). */
-static int wait_for_request(const HandlerContext *ctx, int control_fd, const PreparedRun *p,
+ * socket (0), or the prepared run dies (0), or until retire_at (-ETIMEDOUT; UINT64_MAX: never). */
+static int wait_for_request(const HandlerContext *ctx, int control_fd, int run_pidfd, uint64_t retire_at,
                             RunnerRequest *ret_req, int *ret_conn_fd, int *ret_code_fd) {
         struct pollfd pfd[2] = {
                 { .fd = control_fd, .events = POLLIN },
-                { .fd = prepared_run_pidfd(p), .events = POLLIN },
+                { .fd = run_pidfd, .events = POLLIN },
         };
         RunnerRequestWire wire;
         int fds[2] = { -EBADF, -EBADF };
@@ -35,13 +62,20 @@ static int wait_for_request(const HandlerContext *ctx, int control_fd, const Pre
         int r;
 
         for (;;) {
-                if (poll(pfd, 2, -1) < 0) {
+                uint64_t t = now(CLOCK_MONOTONIC);
+                int timeout = retire_at == UINT64_MAX ? -1
+                              : retire_at <= t        ? 0
+                                                      : (int) ((retire_at - t + 999) / 1000);
+                r = poll(pfd, 2, timeout);
+                if (r < 0) {
                         if (errno == EINTR)
                                 continue;
                         return -errno;
                 }
                 if (pfd[0].revents)
                         break; /* a request, even if the run just died: handler_run() makes a fresh one */
+                if (r == 0 && now(CLOCK_MONOTONIC) >= retire_at)
+                        return -ETIMEDOUT;
                 if (pfd[1].revents) {
                         /* The interpreter died while waiting. The runner may be handing us a request
                          * right now, so we do not just leave: we say so and wait for its answer, a
@@ -50,6 +84,7 @@ static int wait_for_request(const HandlerContext *ctx, int control_fd, const Pre
                         if (runner_send(control_fd, &gone, sizeof(gone), -EBADF) < 0)
                                 return 0;
                         pfd[1].fd = -1;
+                        retire_at = UINT64_MAX;
                 }
         }
         r = runner_recv_fds(control_fd, &wire, sizeof(wire), 0, &len, fds, 2, &n_fds);
@@ -77,6 +112,7 @@ void slot_main(const HandlerContext *ctx, Language language, bool network, bool 
         int r;
 
         RunRequest prepare = { .language = (unsigned) language, .network = network, .preload = preload };
+        uint64_t retire_at = slot_retire_at(); /* its age counts from here, before the run is made */
         r = sandbox_after_fork(ctx->sandbox, &failure);
         if (r >= 0)
                 r = sandbox_prepare(ctx->sandbox, &prepare, &p, &failure);
@@ -116,7 +152,16 @@ void slot_main(const HandlerContext *ctx, Language language, bool network, bool 
                 _exit(EXIT_FAILURE);
         }
 
-        r = wait_for_request(ctx, control_fd, p, &req, &conn_fd, &code_fd);
+        r = wait_for_request(ctx, control_fd, prepared_run_pidfd(p), retire_at, &req, &conn_fd, &code_fd);
+        if (r == -ETIMEDOUT) {
+                /* Too old: its run goes, and the runner, told as if it had died, prepares another. A
+                 * request that crossed our message is served with a run made afresh. */
+                p = prepared_run_free(p);
+                SlotReady gone = { .magic = SLOT_MESSAGE_MAGIC, .packages_generation = SLOT_GONE };
+                if (runner_send(control_fd, &gone, sizeof(gone), -EBADF) < 0)
+                        _exit(EXIT_SUCCESS);
+                r = wait_for_request(ctx, control_fd, -EBADF, UINT64_MAX, &req, &conn_fd, &code_fd);
+        }
         if (r <= 0) {
                 p = prepared_run_free(p);
                 _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);

@@ -5,8 +5,10 @@
  * dependency generation the run holds, and waits. Then either the runner hands it one request (the
  * worker's connection and the code), which it serves with handler_run() and exits, or the runner closes
  * the control socket (the configuration or the generation changed, or it stops), and it kills its run
- * and exits. If the run dies while it waits, the slot says so (SLOT_GONE) and the runner retires it,
- * unless it has just handed it a request, which the slot then serves with a run made afresh. */
+ * and exits. If the run dies while it waits, or grows too old (a random age of 5 to 10 minutes: what a
+ * run can read of its age must not tell when the pool last refilled), the slot says so (SLOT_GONE) and
+ * the runner retires it, unless it has just handed it a request, which the slot then serves with a run
+ * made afresh. */
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -20,15 +20,34 @@
  * not after its code has come: 3.4 ms of a prepared run's `console.log(1)`, 13.5 ms in all before
  * (Node.js 20, on the host). It does not build the streams: that would make fds 1 and 2 non-blocking
  * before the code runs, and a code's fs.writeSync(1, ...) would then fail with EAGAIN on a full pipe
- * (tests/escape/nodejs/output_flood.js). */
-#define NODEJS_BOOTSTRAP                                                \
-        "module.paths.push('" RUNTIME_PACKAGES_MOUNT "/node_modules');" \
-        "for(const m of (process.env." RUNTIME_PRELOAD_VARIABLE         \
-        "||'').split(','))if(m)try{require(m)}catch{}"                  \
-        ";delete process.env." RUNTIME_PRELOAD_VARIABLE ";"             \
-        "require('net');"                                               \
-        "try{require('fs').closeSync(" RUNTIME_READY_FD_STR ")}catch{}" \
-        "eval(require('fs').readFileSync(3,'utf8'))"
+ * (tests/escape/nodejs/output_flood.js).
+ *
+ * Once the code has come, process.uptime() and the global performance's now() and timeOrigin count from
+ * its arrival: Node's own count from the interpreter's start, which for a prepared run of the warm pool
+ * would tell how long it waited, that is when another tenant was last served (docs/security.md). The
+ * global performance is loaded only when the code asks for it (perf_hooks: 6 ms), and patched then. Its
+ * names live in a function's scope, which the code's eval() does not see. */
+#define NODEJS_BOOTSTRAP                                                                                 \
+        "module.paths.push('" RUNTIME_PACKAGES_MOUNT "/node_modules');"                                  \
+        "for(const m of (process.env." RUNTIME_PRELOAD_VARIABLE                                          \
+        "||'').split(','))if(m)try{require(m)}catch{}"                                                   \
+        ";delete process.env." RUNTIME_PRELOAD_VARIABLE ";"                                              \
+        "require('net');"                                                                                \
+        "try{require('fs').closeSync(" RUNTIME_READY_FD_STR ")}catch{}"                                  \
+        "eval((()=>{"                                                                                    \
+        "const c=require('fs').readFileSync(3,'utf8'),h=process.hrtime.bigint(),o=Date.now(),"           \
+        "s=()=>Number(process.hrtime.bigint()-h),"                                                       \
+        "v=x=>({value:x,configurable:true,enumerable:true,writable:true}),"                              \
+        "f=p=>(Object.defineProperties(p,{now:v(function now(){return s()/1e6}),"                        \
+        "timeOrigin:v(o)}),p),"                                                                          \
+        "d=Object.getOwnPropertyDescriptor(globalThis,'performance');"                                   \
+        "process.uptime=function uptime(){return s()/1e9};"                                              \
+        "if(d&&d.get)Object.defineProperty(globalThis,'performance',{configurable:true,enumerable:true," \
+        "get(){const p=f(d.get.call(globalThis));"                                                       \
+        "Object.defineProperty(globalThis,'performance',v(p));return p},"                                \
+        "set(x){Object.defineProperty(globalThis,'performance',v(x))}});"                                \
+        "else if(d)f(d.value);"                                                                          \
+        "return c})())"
 
 static const char *const nodejs_argv_tail[] = {
         "-e",

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "common/creds.h"
 #include "common/time-util.h"
 #include "enter/enter-protocol.h"
@@ -22,11 +23,12 @@
 #include "rootfs.h"
 #include "seccomp.h"
 
-/* What our CLOCK_MONOTONIC lags the parent's by, once we are in the run's time namespace (this process
- * only: the child is a copy of the parent's memory). */
+/* What our CLOCK_MONOTONIC lags the parent's by, modulo 2^64, once we are in the run's time namespace
+ * (this process only: the child is a copy of the parent's memory). */
 static uint64_t clock_offset_usec;
 
-/* On the parent's clock, so that it can compare (vDSO: no syscall, so the exec filter allows it). */
+/* On the parent's clock, so that it can compare (vDSO: no syscall, so the exec filter allows it). The sum
+ * wraps where the run's clock is ahead of the parent's, which unsigned arithmetic makes right. */
 static uint64_t monotonic_usec(void) {
         return now(CLOCK_MONOTONIC) + clock_offset_usec;
 }
@@ -53,66 +55,6 @@ static int signals_reset(void) {
                         (void) sigaction(sig, &sa, NULL); /* EINVAL for glibc's reserved ones only */
         if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0)
                 return -errno;
-        return 0;
-}
-
-/* Appends "<clock> -<seconds> 0\n" below *p (written backwards, by hand: the child allocates nothing). */
-static char *offset_line(char *p, int clock, time_t seconds) {
-        *--p = '\n';
-        *--p = '0';
-        *--p = ' ';
-        do
-                *--p = (char) ('0' + seconds % 10);
-        while ((seconds /= 10) > 0);
-        *--p = '-';
-        *--p = ' ';
-        *--p = (char) ('0' + clock); /* CLOCK_MONOTONIC 1, CLOCK_BOOTTIME 7 */
-        return p;
-}
-
-/* CLOCK_BOOTTIME and CLOCK_MONOTONIC count from the host's boot: its uptime (libuv's uv_uptime(), so
- * Node's os.uptime(), falls back to the boot clock without /proc/uptime; Python's time.monotonic()), a
- * side channel on the host and its other tenants, as sysinfo(2) was. A time namespace offset by minus
- * their values makes both count from here. Offsets can only be written before anyone is in it, and
- * only through /proc, still the host's here; then we join it with setns() (execve() moves a process in
- * only on kernels that have exec_task_namespaces(), not on 5.6 all along). Whole seconds: a clock must stay
- * >= 0 (ERANGE), so each starts at its fraction. The monotonic offset goes to the parent, which adds it to
- * the enter library's timestamp. */
-static int clocks_from_zero(uint64_t *ret_monotonic_offset_usec) {
-        struct timespec mono, boot;
-        char line[96], *p = line + sizeof(line);
-        int fd, n, r = 0;
-
-        if (unshare(CLONE_NEWTIME) < 0)
-                return -errno;
-        if (clock_gettime(CLOCK_MONOTONIC, &mono) < 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
-                return -errno;
-        p = offset_line(p, CLOCK_BOOTTIME, boot.tv_sec);
-        p = offset_line(p, CLOCK_MONOTONIC, mono.tv_sec);
-        n = (int) (line + sizeof(line) - p);
-        fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        /* EPERM: no CAP_SYS_TIME (a container that drops it; docs/install.md). */
-        ssize_t k = write(fd, p, (size_t) n);
-        if (k < 0)
-                r = -errno;
-        else if (k != n)
-                r = -EIO;
-        (void) close(fd);
-        if (r < 0)
-                return r;
-
-        fd = open("/proc/self/ns/time_for_children", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        if (setns(fd, CLONE_NEWTIME) < 0)
-                r = -errno;
-        (void) close(fd);
-        if (r < 0)
-                return r;
-        clock_offset_usec = (uint64_t) mono.tv_sec * 1000000ULL;
-        *ret_monotonic_offset_usec = clock_offset_usec;
         return 0;
 }
 
@@ -161,14 +103,17 @@ static int place_fds(int code_fd, int filter_fd, int ack_fd, int ready_fd, int o
         return 0;
 }
 
-/* The run's own world, before the parent releases us: clocks from zero, the root, the hostname, and the
- * proxy listener of its network namespace. Does not return on failure. */
+/* The run's own world, before the parent releases us: its clocks (clocks.h), the root, the hostname, and
+ * the proxy listener of its network namespace. Does not return on failure. */
 static void build_world(const RunPlan *plan, int status_fd, ChildReport *timing) {
         int r;
 
-        r = clocks_from_zero(&timing->monotonic_offset_usec);
-        if (r < 0)
-                child_failed(status_fd, RUN_STEP_CLOCKS, r);
+        if (plan->time_namespace) {
+                r = clocks_enter(plan->clock_start_sec, &clock_offset_usec);
+                if (r < 0)
+                        child_failed(status_fd, RUN_STEP_CLOCKS, r);
+                timing->monotonic_offset_usec = clock_offset_usec; /* the parent converts the ack's time */
+        }
 
         r = rootfs_enter(plan); /* read-only tree, tmpfs /tmp, /dev nodes, pivot_root, old root detached */
         if (r < 0)

@@ -6,6 +6,7 @@
  * pipe and _exit()s, and the parent logs. Its steps are RunStep's RUN_STEP_SYNC to RUN_STEP_EXEC
  * (common/run-result.h). */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/capability.h>
 #include <sys/types.h>
@@ -47,6 +48,10 @@ typedef struct RunPlan {
                                       * directory the parent holds share-locked (rootfs_open_packages());
                                       * -EBADF: no generation, no mount */
         const char *packages_target; /* <root>RUNTIME_PACKAGES_MOUNT, NULL without a generation */
+
+        /* clocks (clocks.h): false where the probe found no time namespace possible (no CAP_SYS_TIME) */
+        bool time_namespace;
+        uint64_t clock_start_sec; /* what the run's boot and monotonic clocks read at its start */
 
         /* identity and limits */
         uid_t uid;

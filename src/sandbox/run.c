@@ -25,6 +25,7 @@
 
 #include "cgroup.h"
 #include "child.h"
+#include "clocks.h"
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "common/generation.h"
@@ -58,6 +59,7 @@ struct Sandbox {
         CgroupLayout *cgroups;  /* otherwise: cgroupfs below our own cgroup */
         bool clone_into_cgroup; /* v2 standalone: a run is born in its cgroup (clone_child()) */
         bool scope_oom_counter; /* in a scope: a run reads its OOM count (env_switch()) */
+        int no_time_namespace;  /* 0, or why runs have no time namespace here (clocks_probe()) */
         cap_t no_caps;
         RunLanguage *languages; /* sandbox_new()'s table, indexed by RunRequest.language */
         size_t n_languages;
@@ -164,12 +166,18 @@ int sandbox_new(const Config *cfg, const RunLanguage *languages, size_t n_langua
                 return fail(reterr, RUN_STEP_SCOPE, -EINVAL,
                             "DIFYSANDBOX_SCOPE_OOM_COUNTER must be 0 or 1 (unset means 1)");
 
+        sb->no_time_namespace = clocks_probe(); /* the caller warns: sandbox_time_namespace() */
+
         sb->no_caps = cap_init(); /* empty: the child sets it after setuid() */
         if (!sb->no_caps)
                 return fail(reterr, RUN_STEP_INIT, -ENOMEM, NULL);
 
         *ret = TAKE_PTR(sb);
         return 0;
+}
+
+int sandbox_time_namespace(const Sandbox *sb) {
+        return sb->no_time_namespace;
 }
 
 Sandbox *sandbox_free(Sandbox *sb) {
@@ -560,6 +568,7 @@ struct PreparedRun {
         int slice_oom_fd; /* and its slice's, which counts the kills of every run in it (v2) */
         uint64_t cpu_limit_usec;
         char id[RUN_ID_LEN + 1];
+        uint64_t clock_start_sec; /* its clocks' random start (clocks.h) */
         uint64_t start, t_uid, t_cgroup, t_clone, t_spawned, t_released; /* CLOCK_MONOTONIC */
 };
 
@@ -713,6 +722,8 @@ static int take_uid_and_cgroup(Sandbox *sb, PreparedRun *p, const CgroupLimits *
         }
         p->t_cgroup = now(CLOCK_MONOTONIC);
         r = run_id_make(p->id);
+        if (r >= 0)
+                r = clocks_random_start(&p->clock_start_sec);
         return r < 0 ? fail(reterr, RUN_STEP_INIT, r, NULL) : 0;
 }
 
@@ -749,6 +760,8 @@ static RunPlan plan_make(const Sandbox *sb, const PreparedRun *p, const char *ro
                 .support_target = strs->support_target,
                 .packages_fd = packages_fd,
                 .packages_target = strs->packages_target,
+                .time_namespace = sb->no_time_namespace == 0,
+                .clock_start_sec = p->clock_start_sec,
                 .uid = p->lease->uid,
                 .gid = p->lease->uid,
                 .no_caps = sb->no_caps,

@@ -87,6 +87,10 @@ typedef struct RunFailure {
 /* languages: n_languages entries, copied (what they point to is borrowed). */
 int sandbox_new(const Config *cfg, const RunLanguage *languages, size_t n_languages, Sandbox **ret,
                 RunFailure *reterr);
+/* 0 when runs get a time namespace of their own (src/sandbox/clocks.h); otherwise the negative errno
+ * that kept the probe at sandbox_new() from making one (-EPERM: no CAP_SYS_TIME), and runs then read the
+ * host's boot and monotonic clocks. Whoever made the sandbox warns about it, once. */
+int sandbox_time_namespace(const Sandbox *sb);
 /* Removes this instance's run cgroups (not scopes: systemd collects those) whose UID nobody holds, without
  * waiting: their holder was killed while its run was still exiting, after the sweep at start had passed
  * (kill the server mid-run, restart it at once). Cheap enough for a periodic tick. */

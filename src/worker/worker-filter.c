@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -180,6 +181,13 @@ DEFINE_POINTER_CLEANUP(scmp_filter_ctx, seccomp_release);
 int worker_filter_apply(void) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         int r;
+
+        /* Non-dumpable: every worker has the same UID, and a dumpable one lets another (taken over by
+         * its client) open its /proc/PID/mem and environ and read its clients' code, results and API key.
+         * It also hands those /proc files to root and turns off its core dumps. Last, as setuid() and
+         * execve() set it back; the filter then denies prctl(), so nothing sets it back later. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return -errno;
 
         ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
         if (!ctx)

@@ -12,8 +12,12 @@
  * it denies: execve, fork and clone (a worker never starts a process), sockets of any other family
  * (RestrictAddressFamilies=), namespaces (RestrictNamespaces=), writable executable memory
  * (MemoryDenyWriteExecute=), personality (LockPersonality=), scheduling policies (RestrictRealtime=),
- * chmod (RestrictSUIDSGID=), ptrace, mount, kill of any process but itself. */
+ * chmod (RestrictSUIDSGID=), ptrace, process_vm_readv, pidfd_getfd, prctl, mount, kill of any process but
+ * itself. */
 
-/* Sets no_new_privs and loads the filter on the calling process (which must have no other threads).
+/* Makes the calling process non-dumpable (no other worker of the same user can read its memory through
+ * /proc or ptrace, nor its environment), sets no_new_privs and loads the filter on it (it must have no
+ * other threads, and must not change its credentials or exec afterwards: both would make it dumpable
+ * again).
  * Returns 0, or a negative errno: the caller must not serve then. */
 int worker_filter_apply(void);

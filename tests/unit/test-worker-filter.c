@@ -18,10 +18,12 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -161,6 +163,15 @@ static int probe_signal_parent(void) {
 static int probe_ptrace(void) {
         return result(ptrace(PTRACE_TRACEME, 0, NULL, NULL));
 }
+static int probe_read_parent_memory(void) {
+        char buf[1];
+        static char there[1];
+        struct iovec local = { buf, 1 }, remote = { there, 1 }; /* the parent's copy, same address */
+        return result(process_vm_readv(getppid(), &local, 1, &remote, 1, 0));
+}
+static int probe_dumpable_again(void) {
+        return result(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0));
+}
 static int probe_personality(void) {
         return result(personality(0xffffffff)); /* a query, if it got through */
 }
@@ -226,6 +237,8 @@ static void test_what_the_filter_is_for_fails_with_eperm(void **state) {
                 { "unshare", probe_unshare },
                 { "kill(parent)", probe_signal_parent },
                 { "ptrace", probe_ptrace },
+                { "process_vm_readv(parent)", probe_read_parent_memory },
+                { "prctl(PR_SET_DUMPABLE, 1)", probe_dumpable_again },
                 { "personality", probe_personality },
                 { "mkdir", probe_mkdir },
                 { "ioctl(TCGETS)", probe_tty_ioctl },
@@ -238,10 +251,53 @@ static void test_what_the_filter_is_for_fails_with_eperm(void **state) {
         }
 }
 
+/* Workers share one UID: a dumpable one's /proc/PID/mem and environ belong to that UID, so another
+ * worker could open them. Non-dumpable, the kernel hands them to root. The child takes an unprivileged
+ * UID first, as a worker has, so that the owner tells the two apart. */
+static void test_a_worker_is_not_dumpable(void **state) {
+        int ready[2], done[2], status;
+        struct stat st;
+        char path[64], byte;
+        pid_t pid;
+
+        if (geteuid() != 0)
+                skip(); /* needs to become another user */
+        assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(done, O_CLOEXEC), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                (void) close(ready[0]);
+                (void) close(done[1]); /* EOF on done[0] once the parent closes its end */
+                /* setuid() leaves it non-dumpable (fs.suid_dumpable 0); execve() of difysandbox-worker by
+                 * systemd, after User=, makes it dumpable again: so does this prctl(). */
+                if (setgid(65534) < 0 || setuid(65534) < 0 || prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
+                    worker_filter_apply() < 0)
+                        _exit(1);
+                (void) !write(ready[1], "r", 1);
+                (void) !read(done[0], &byte, 1);
+                _exit(0);
+        }
+        (void) close(ready[1]);
+        (void) close(done[0]);
+        assert_int_equal(read(ready[0], &byte, 1), 1);
+        for (size_t i = 0; i < 2; i++) {
+                (void) snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, i ? "environ" : "mem");
+                assert_int_equal(stat(path, &st), 0);
+                if (st.st_uid != 0)
+                        fail_msg("%s belongs to UID %u: the worker is dumpable", path, (unsigned) st.st_uid);
+        }
+        (void) close(done[1]);
+        (void) close(ready[0]);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_what_a_worker_does_still_works),
                 cmocka_unit_test(test_what_the_filter_is_for_fails_with_eperm),
+                cmocka_unit_test(test_a_worker_is_not_dumpable),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,7 @@
 #include "common/stats.h"
 #include "common/time-util.h"
 #include "config/config-file.h"
+#include "cpu-idle.h"
 #include "fd-budget.h"
 #include "handler.h"
 #include "languages.h"
@@ -99,6 +100,7 @@ struct Runner {
         Episode pressure[_PRESSURE_MAX];
         uint64_t backoff_usec, prepare_not_before; /* CLOCK_MONOTONIC */
         uint64_t last_run_usec;                    /* when the last run request came */
+        CpuIdle cpu_idle;                          /* whether preloading may take CPU time now */
         sigset_t old_mask;
 };
 
@@ -422,8 +424,18 @@ static bool language_preloads(const Runner *r, Language language) {
         return modules && modules[0];
 }
 
-/* Once runs pause: one idle light slot of a language that preloads goes, so that a preloaded slot takes
- * its place (the next refill). One at a time, and only when nothing is being prepared. */
+/* Whether the host's CPUs have been idle for the last second or so (cpu-idle.h): only then may the pool
+ * spend CPU time on preload imports, or throw a light slot away to make a preloaded one. */
+static bool cpus_idle(Runner *r) {
+        CpuTimes reading;
+
+        return cpu_idle_update(&r->cpu_idle, now(CLOCK_MONOTONIC),
+                               cpustat_read(&reading) >= 0 ? &reading : NULL);
+}
+
+/* Once runs pause and the CPUs are idle: one idle light slot of a language that preloads goes, so that a
+ * preloaded slot takes its place (the next refill). One at a time, and only when nothing is being prepared.
+ * Under steady load no prepared run is thrown away: the light one serves the next request. */
 static bool pool_upgrade_one(Runner *r) {
         for (size_t i = 0; i < r->pool.n_slots; i++)
                 if (r->pool.slots[i].state == POOL_SLOT_PREPARING)
@@ -440,11 +452,12 @@ static bool pool_upgrade_one(Runner *r) {
 }
 
 /* Starts the slot the pool wants now, if any (pool.h decides: one at a time, never while the CPUs are
- * busy with runs): light while runs are coming, preloaded once they pause. */
+ * busy with runs): light while runs are coming or the CPUs are busy, preloaded once runs pause on idle
+ * CPUs. */
 static void pool_refill(Runner *r) {
         Language language = pool_next_to_prepare(&r->pool);
         uint64_t now_usec = now(CLOCK_MONOTONIC), quiet_at = r->last_run_usec + REFILL_QUIET_USEC;
-        bool quiet = now_usec >= quiet_at;
+        bool quiet = now_usec >= quiet_at && cpus_idle(r);
 
         if (now_usec < r->prepare_not_before)
                 return; /* the periodic timer looks again */

@@ -31,17 +31,19 @@
 #include "runner/admit.h"
 #include "runner/runner.h"
 #include "sandbox/instance.h"
+#include "worker/connslot.h"
 #include "worker/http.h"
 #include "worker/runner-client.h"
 #include "worker/worker-filter.h"
 
-/* Workers alive at once; more connections wait in the listen backlog until one ends. (systemd's socket
- * units default to MaxConnections=64, which Dify's connection pool can exceed.) */
-#define WORKERS_MAX 1024U
-/* Workers one source address may hold: a flood from one peer leaves the other three quarters to the rest.
- * Dify's pool is one source, so this stays well above max_requests' default of 50. As
- * MaxConnectionsPerSource= of units/difysandbox.socket. */
-#define WORKERS_PER_SOURCE_MAX (WORKERS_MAX / 4U)
+/* Workers alive at once; more connections wait in the listen backlog until one ends. As MaxConnections=
+ * of units/difysandbox.socket: two Dify API hosts' pools (see below). From three quarters of it on, each
+ * new connection makes an idle unauthenticated one close (connslot.h). */
+#define WORKERS_MAX 128U
+/* Workers one source address may hold. Dify's pool keeps at most 20 keep-alive connections per API process
+ * and a host runs a few: 64 holds three such processes and some. As MaxConnectionsPerSource= of
+ * units/difysandbox.socket. */
+#define WORKERS_PER_SOURCE_MAX 64U
 #define ACCEPT_BACKOFF_MSEC 100
 /* How long a stop waits for a worker beyond its longest request (queue wait + run) before SIGKILL. */
 #define STOP_GRACE_USEC (UINT64_C(5) * USEC_PER_SEC)
@@ -300,6 +302,7 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
         __attribute__((noreturn));
 static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const ServeFds *fds, pid_t parent) {
         _cleanup_(runner_client_freep) RunnerClient *runner = NULL;
+        ConnSlot *slot = NULL; /* held until _exit() */
         int r;
 
         http_note_process_start();
@@ -321,12 +324,17 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
         r = runner_client_new(NULL, runner_fd, &runner);
         if (r < 0)
                 _exit(EXIT_FAILURE);
+        r = connslot_take(cfg->state_dir, WORKERS_MAX, &slot); /* before the filter, as the worker's */
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Cannot count the live connections, so idle unauthenticated ones cannot "
+                                  "be asked to make room: %m");
         r = worker_filter_apply(); /* as difysandbox-worker does, before the first byte of the client's */
         if (r < 0) {
                 log_error_errno(r, "Cannot load the worker's system call filter: %m");
                 _exit(EXIT_FAILURE);
         }
-        r = http_serve_connection(cfg, 0, false, runner, conn_fd);
+        r = http_serve_connection(cfg, 0, false, runner, slot, conn_fd);
         _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 }
 
@@ -583,6 +591,12 @@ int serve_main(Config *cfg, const char *listen_addr) {
         r = worker_user_resolve(cfg, &fds);
         if (r < 0)
                 return r;
+        r = connslot_dir_prepare(cfg->state_dir, fds.worker_uid, fds.worker_gid);
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Cannot make %s/connections for the workers, so idle unauthenticated "
+                                  "connections cannot be asked to make room: %m",
+                                  cfg->state_dir);
         r = instance_claim(cfg, &instance);
         if (r < 0)
                 return r;

@@ -308,6 +308,7 @@ static int route_check(Api *api, const ApiRequest *req, const ApiRoute **ret_rou
                 reply_empty(resp, 401);
                 return 1;
         }
+        resp->facts.authenticated = route->auth;
         *ret_route = route;
         return 0;
 }

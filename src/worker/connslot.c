@@ -3,7 +3,7 @@
  * Why FIFOs: an idle worker already sits in ppoll() on its connection, so the request to close must be
  * something ppoll() sees, cheaply and without a signal (the worker's filter lets it signal only itself,
  * and a PID read from a file may belong to someone else by then). One byte wakes the readers of one FIFO
- * and exactly one of them gets it: one new connection under pressure makes room for one. Eight FIFOs
+ * and exactly one of them gets it: a byte makes room for one connection. Eight FIFOs
  * (by slot) keep the number of workers one byte wakes to an eighth of the idle ones. */
 
 #include "connslot.h"
@@ -76,8 +76,8 @@ static int slot_held(int dir_fd, unsigned i) {
         return 0; /* closing fd frees it again */
 }
 
-/* Takes the lowest free slot below max and counts the held ones; stops counting at the pressure mark. */
-static int slots_scan(ConnSlot *s, unsigned max, unsigned mark) {
+/* Takes the lowest free slot below max and counts the held ones. */
+static int slots_scan(ConnSlot *s, unsigned max) {
         unsigned i = 0;
         int r;
 
@@ -97,7 +97,7 @@ static int slots_scan(ConnSlot *s, unsigned max, unsigned mark) {
                 s->live++; /* this connection, beyond every slot */
                 s->slot = (unsigned) getpid();
         }
-        for (; i < max && s->live < mark; i++) {
+        for (; i < max; i++) {
                 r = slot_held(s->dir_fd, i);
                 if (r == -ENOENT)
                         break;
@@ -112,23 +112,32 @@ static void fifo_name(unsigned slot, char *buf, size_t size) {
         (void) snprintf(buf, size, "evict-%u", slot % EVICT_FIFOS);
 }
 
-/* One byte to one FIFO that has a reader: its first reader to take it closes its connection. No
- * reader anywhere: no connection is idle and unauthenticated, and nothing is asked. */
-static void evict_one(const ConnSlot *s) {
+/* n bytes, one at a time, each to the next FIFO that has a reader: the first reader to take a byte
+ * closes its connection. A FIFO without a reader refuses to open; none anywhere: no connection is idle
+ * and unauthenticated, and nothing is asked. A byte no reader takes is dropped with the last reader. */
+static void evict(const ConnSlot *s, unsigned n) {
+        int fds[EVICT_FIFOS];
+        unsigned open_fds = 0;
+
         for (unsigned k = 0; k < EVICT_FIFOS; k++) {
-                _cleanup_close_ int fd = -EBADF;
                 char name[16];
                 struct stat st;
+                int fd;
 
                 fifo_name(s->slot + k, name, sizeof(name));
                 fd = openat(s->dir_fd, name, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
                 if (fd < 0)
                         continue; /* ENXIO: no reader; ENOENT: not made yet */
-                if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+                if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+                        (void) close(fd);
                         continue;
-                if (write(fd, "x", 1) == 1)
-                        return;
+                }
+                fds[open_fds++] = fd;
         }
+        for (unsigned i = 0; i < n && open_fds > 0; i++)
+                (void) !write(fds[i % open_fds], "x", 1); /* full (EAGAIN): plenty asked there already */
+        for (unsigned k = 0; k < open_fds; k++)
+                (void) close(fds[k]);
 }
 
 static int fifos_make(int dir_fd) {
@@ -161,12 +170,16 @@ int connslot_take(const char *state_dir, unsigned max_connections, ConnSlot **re
         r = fifos_make(s->dir_fd);
         if (r < 0)
                 return r;
-        r = slots_scan(s, max_connections, mark > 0 ? mark : 1);
+        if (mark == 0)
+                mark = 1;
+        r = slots_scan(s, max_connections);
         if (r < 0)
                 return r;
+        /* Back below the mark, so that the connections on their way in find room: under systemd the one
+         * past MaxConnections= is refused, under serve it waits in the backlog behind the others. */
         s->pressure = s->live >= mark;
         if (s->pressure)
-                evict_one(s);
+                evict(s, s->live - mark + 1);
         *ret = TAKE_PTR(s);
         return 0;
 }

@@ -7,8 +7,8 @@
  *   0 .. <max_connections-1>  a connection is live while its worker holds one (LOCK_EX, for its life);
  *                             a worker takes the lowest free one, so the files that exist are a prefix
  *   evict-0 .. evict-7        FIFOs: a worker that is idle and unauthenticated reads the one of its slot;
- *                             a new connection under pressure writes one byte to one that has a reader,
- *                             and the worker that reads it closes its connection
+ *                             a new connection under pressure writes a byte per connection it wants
+ *                             gone to those that have a reader; the worker that reads one closes
  *
  * The state is flock()ed files and FIFOs, so a worker killed at any instant (SIGKILL included) leaks
  * nothing: the kernel drops its lock with its fd, and a FIFO's unread bytes with its last reader. The
@@ -24,10 +24,10 @@ typedef struct ConnSlot ConnSlot;
 int connslot_dir_prepare(const char *state_dir, uid_t uid, gid_t gid);
 
 /* Takes a slot for this connection, counting the live ones on the way. Under pressure (at least three
- * quarters of max_connections live, this one included) it asks one idle unauthenticated connection to
- * close. Call before the worker's system call filter, which allows neither LOCK_EX nor O_CREAT. Returns
- * 0 with *ret set (holding no slot when all max_connections are taken), or a negative errno when the
- * directory is unusable. */
+ * quarters of max_connections live, this one included) it asks as many idle unauthenticated connections
+ * to close as bring the count back below that mark. Call before the worker's system call filter, which
+ * allows neither LOCK_EX nor O_CREAT. Returns 0 with *ret set (holding no slot when all max_connections
+ * are taken), or a negative errno when the directory is unusable. */
 int connslot_take(const char *state_dir, unsigned max_connections, ConnSlot **ret);
 ConnSlot *connslot_release(ConnSlot *slot); /* NULL-safe, returns NULL */
 

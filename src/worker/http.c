@@ -30,7 +30,8 @@
  *     requests all carry the key, see no change). Without this a client that asked for /health every
  *     10 s held its worker for ever, and a few peers held every worker;
  *   - pressure: when three quarters of the host's connections are live (connslot.h counts them), each new
- *     one asks one idle unauthenticated connection to close, which it does at once. Authenticated
+ *     one asks enough idle unauthenticated connections to close to bring the count back below that, and
+ *     they do at once. Authenticated
  *     connections are never asked, nor one that has not yet sent its first request;
  *   - slow requests: a request whose line, headers and body are not all in within 10 s of its first
  *     byte is dropped, however steadily it trickles in; an answer not taken by the client within 60 s

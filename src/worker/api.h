@@ -37,11 +37,14 @@ typedef struct ApiFacts {
         size_t code_bytes, stdout_bytes, stderr_bytes;
 } ApiFacts;
 
+typedef struct Answer Answer;
+
 typedef struct ApiResponse {
         unsigned status;
         const char *content_type; /* static; NULL with an empty body */
         char *body;               /* malloc()ed, body_len bytes; NULL when empty */
         size_t body_len;
+        Answer *answer; /* instead of body: a run's answer, made as it is sent (answer.h) */
         ApiFacts facts;
 } ApiResponse;
 

@@ -62,6 +62,7 @@
 #include <microhttpd.h>
 #include <systemd/sd-journal.h>
 
+#include "answer.h"
 #include "api.h"
 #include "common/cleanup.h"
 #include "common/config.h"
@@ -90,6 +91,8 @@
 #define LINGER_USEC (UINT64_C(10) * USEC_PER_SEC)
 #define LINGER_QUIET_MSEC 2000
 #define LINGER_BYTES_MIN (UINT64_C(64) << 20)
+/* The buffer a streamed answer is made into: its only copy in memory. */
+#define ANSWER_BLOCK (64U * 1024U)
 /* MESSAGE_ID of the per-request record (catalog/difysandbox.catalog). */
 #define MESSAGE_REQUEST_FINISHED_STR "afb7818a1c774a8ab23a8cdfef9b6260"
 /* "[" IPv6 "]:" port, or a Unix socket path shortened to fit */
@@ -346,12 +349,31 @@ static void request_completed(void *cls, struct MHD_Connection *connection, void
         phase_enter(h, PHASE_IDLE);
 }
 
-/* Queues resp; its body goes to libmicrohttpd. */
+static ssize_t answer_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+        ssize_t n = answer_read(cls, pos, buf, max);
+
+        if (n < 0)
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+        return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+}
+
+static void answer_release(void *cls) {
+        answer_free(cls);
+}
+
+/* Queues resp; its body, or its answer, goes to libmicrohttpd. */
 static enum MHD_Result respond(Http *h, struct MHD_Connection *connection, ApiResponse *resp, bool close) {
         _cleanup_(MHD_destroy_responsep) struct MHD_Response *response = NULL;
         enum MHD_Result ret;
 
-        if (resp->body) {
+        if (resp->answer) {
+                /* Made ANSWER_BLOCK bytes at a time as the client takes them (answer.h). */
+                response = MHD_create_response_from_callback(answer_size(resp->answer), ANSWER_BLOCK,
+                                                             answer_reader, resp->answer, answer_release);
+                if (!response)
+                        return MHD_NO;
+                resp->answer = NULL; /* libmicrohttpd frees it with the response */
+        } else if (resp->body) {
                 response =
                         MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
                 if (!response)

@@ -513,22 +513,26 @@ def test_slowloris_is_disconnected(server):
 
 
 def test_silent_client_is_disconnected(server):
-    """A connection that never sends a byte is closed once its request line is late (2 s), and a
-    keep-alive connection after the 30 s idle timeout."""
+    """A connection that never sends a byte is closed once its request line is late (2 s); a keep-alive
+    connection whose requests carried no key 5 s after its start (issue 24); one with an authenticated
+    request after the 30 s idle timeout."""
     start = time.monotonic()
     with socket.create_connection(('127.0.0.1', server.port)) as s:
         s.settimeout(60)
         assert s.recv(1) == b''
     assert time.monotonic() - start <= 10
-    with socket.create_connection(('127.0.0.1', server.port)) as s:
-        s.settimeout(60)
-        s.sendall(b'GET /health HTTP/1.1\r\nHost: x\r\n\r\n')
-        data = b''
-        while b'"ok"' not in data:
-            data += s.recv(65536)
-        start = time.monotonic()
-        assert s.recv(1) == b''
-    assert 28 <= time.monotonic() - start <= 40
+    for request, low, high in ((b'GET /health HTTP/1.1\r\nHost: x\r\n\r\n', 3, 12),
+                               (b'GET /v1/sandbox/dependencies?language=python3 HTTP/1.1\r\nHost: x\r\n'
+                                b'X-Api-Key: ' + API_KEY.encode() + b'\r\n\r\n', 28, 40)):
+        with socket.create_connection(('127.0.0.1', server.port)) as s:
+            s.settimeout(60)
+            s.sendall(request)
+            data = b''
+            while b'}' not in data and b'"ok"' not in data:
+                data += s.recv(65536)
+            start = time.monotonic()
+            assert s.recv(1) == b''
+        assert low <= time.monotonic() - start <= high, request
     assert server.healthy()
 
 

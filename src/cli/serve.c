@@ -530,6 +530,18 @@ static int worker_user_resolve(const Config *cfg, ServeFds *fds) {
         return 0;
 }
 
+/* The workers' count of live connections (connslot.h), theirs to write. Without it they serve as before,
+ * only unable to make idle unauthenticated connections close for new ones. */
+static void connections_dir_prepare(const Config *cfg, const ServeFds *fds) {
+        int r = connslot_dir_prepare(cfg->state_dir, fds->worker_uid, fds->worker_gid);
+
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Cannot make %s/connections for the workers, so idle unauthenticated "
+                                  "connections cannot be asked to make room: %m",
+                                  cfg->state_dir);
+}
+
 /* The line the tests and operators read to know serve is up, and with what. */
 static void log_serving(const Config *cfg, const char *bound) {
         log_info("Serving on %s: max_workers=%" PRIu32 " max_requests=%" PRIu32 " worker_timeout=%" PRIu64
@@ -591,12 +603,7 @@ int serve_main(Config *cfg, const char *listen_addr) {
         r = worker_user_resolve(cfg, &fds);
         if (r < 0)
                 return r;
-        r = connslot_dir_prepare(cfg->state_dir, fds.worker_uid, fds.worker_gid);
-        if (r < 0)
-                log_warning_errno(r,
-                                  "Cannot make %s/connections for the workers, so idle unauthenticated "
-                                  "connections cannot be asked to make room: %m",
-                                  cfg->state_dir);
+        connections_dir_prepare(cfg, &fds);
         r = instance_claim(cfg, &instance);
         if (r < 0)
                 return r;

@@ -145,6 +145,18 @@ static int worker_config(const char *config_file, const char *runner_socket, Con
 
 DEFINE_POINTER_CLEANUP(ConnSlot *, connslot_release);
 
+static int max_connections_parse(const char *s, unsigned *ret) {
+        uint64_t n;
+
+        if (parse_uint64(s, &n) < 0 || n == 0 || n > MAX_CONNECTIONS_LIMIT)
+                return log_error_errno(-EINVAL,
+                                       "Invalid --max-connections '%s': a number from 1 to %u, the "
+                                       "MaxConnections= of difysandbox.socket",
+                                       s, MAX_CONNECTIONS_LIMIT);
+        *ret = (unsigned) n;
+        return 0;
+}
+
 /* Without its configuration the worker has nothing to serve, but the client is still owed an answer:
  * its request gets a 503 that names the cause (not a silent close), under the worker's filter. */
 static int refuse(int fd, const char *message) {
@@ -180,7 +192,7 @@ int main(int argc, char **argv) {
         _cleanup_free_ char *refusal = NULL;
         const char *config_file = NULL, *runner_socket = NULL;
         unsigned max_connections = MAX_CONNECTIONS_DEFAULT;
-        uint64_t generation = 0, n;
+        uint64_t generation = 0;
         Config cfg;
         int c, fd = -EBADF, r;
 
@@ -197,13 +209,8 @@ int main(int argc, char **argv) {
                         runner_socket = optarg;
                         break;
                 case 'm':
-                        if (parse_uint64(optarg, &n) < 0 || n == 0 || n > MAX_CONNECTIONS_LIMIT) {
-                                log_error("Invalid --max-connections '%s': a number from 1 to %u, the "
-                                          "MaxConnections= of difysandbox.socket",
-                                          optarg, MAX_CONNECTIONS_LIMIT);
+                        if (max_connections_parse(optarg, &max_connections) < 0)
                                 return EXIT_FAILURE;
-                        }
-                        max_connections = (unsigned) n;
                         break;
                 case 'h':
                         help();

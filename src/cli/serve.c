@@ -32,17 +32,19 @@
 #include "runner/admit.h"
 #include "runner/runner.h"
 #include "sandbox/instance.h"
+#include "worker/connslot.h"
 #include "worker/http.h"
 #include "worker/runner-client.h"
 #include "worker/worker-filter.h"
 
-/* Workers alive at once; more connections wait in the listen backlog until one ends. (systemd's socket
- * units default to MaxConnections=64, which Dify's connection pool can exceed.) */
-#define WORKERS_MAX 1024U
-/* Workers one source address may hold: a flood from one peer leaves the other three quarters to the rest.
- * Dify's pool is one source, so this stays well above max_requests' default of 50. As
- * MaxConnectionsPerSource= of units/difysandbox.socket. */
-#define WORKERS_PER_SOURCE_MAX (WORKERS_MAX / 4U)
+/* Workers alive at once; more connections wait in the listen backlog until one ends. As MaxConnections=
+ * of units/difysandbox.socket: two Dify API hosts' pools (see below). From three quarters of it on, each
+ * new connection makes an idle unauthenticated one close (connslot.h). */
+#define WORKERS_MAX 128U
+/* Workers one source address may hold. Dify's pool keeps at most 20 keep-alive connections per API process
+ * and a host runs a few: 64 holds three such processes and some. As MaxConnectionsPerSource= of
+ * units/difysandbox.socket. */
+#define WORKERS_PER_SOURCE_MAX 64U
 #define ACCEPT_BACKOFF_MSEC 100
 /* How long a stop waits for a worker beyond its longest request (queue wait + run) before SIGKILL. */
 #define STOP_GRACE_USEC (UINT64_C(5) * USEC_PER_SEC)
@@ -301,6 +303,7 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
         __attribute__((noreturn));
 static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const ServeFds *fds, pid_t parent) {
         _cleanup_(runner_client_freep) RunnerClient *runner = NULL;
+        ConnSlot *slot = NULL; /* held until _exit() */
         int r;
 
         http_note_process_start();
@@ -322,12 +325,17 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
         r = runner_client_new(NULL, runner_fd, &runner);
         if (r < 0)
                 _exit(EXIT_FAILURE);
+        r = connslot_take(cfg->state_dir, WORKERS_MAX, &slot); /* before the filter, as the worker's */
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Cannot count the live connections, so idle unauthenticated ones cannot "
+                                  "be asked to make room: %m");
         r = worker_filter_apply(); /* as difysandbox-worker does, before the first byte of the client's */
         if (r < 0) {
                 log_error_errno(r, "Cannot load the worker's system call filter: %m");
                 _exit(EXIT_FAILURE);
         }
-        r = http_serve_connection(cfg, 0, false, runner, conn_fd);
+        r = http_serve_connection(cfg, 0, false, runner, slot, conn_fd);
         _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 }
 
@@ -528,6 +536,18 @@ static int worker_user_resolve(const Config *cfg, ServeFds *fds) {
         return 0;
 }
 
+/* The workers' count of live connections (connslot.h), theirs to write. Without it they serve as before,
+ * only unable to make idle unauthenticated connections close for new ones. */
+static void connections_dir_prepare(const Config *cfg, const ServeFds *fds) {
+        int r = connslot_dir_prepare(cfg->state_dir, fds->worker_uid, fds->worker_gid);
+
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Cannot make %s/connections for the workers, so idle unauthenticated "
+                                  "connections cannot be asked to make room: %m",
+                                  cfg->state_dir);
+}
+
 /* The line the tests and operators read to know serve is up, and with what. */
 static void log_serving(const Config *cfg, const char *bound) {
         log_info("Serving on %s: max_workers=%" PRIu32 " max_requests=%" PRIu32 " worker_timeout=%" PRIu64
@@ -590,6 +610,7 @@ int serve_main(Config *cfg, const char *listen_addr) {
         r = worker_user_resolve(cfg, &fds);
         if (r < 0)
                 return r;
+        connections_dir_prepare(cfg, &fds);
         r = instance_claim(cfg, &instance);
         if (r < 0)
                 return r;

@@ -41,6 +41,10 @@ static size_t sequence_length(const unsigned char *s, size_t len) {
         return n;
 }
 
+size_t utf8_sequence_length(const char *s, size_t len) {
+        return sequence_length((const unsigned char *) s, len);
+}
+
 bool utf8_is_valid(const char *s, size_t len) {
         const unsigned char *p = (const unsigned char *) s;
 

@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The length of the valid UTF-8 sequence at s (at most len > 0 bytes), or 0 when it is invalid: what
+ * utf8_sanitize() replaces, one byte at a time. */
+size_t utf8_sequence_length(const char *s, size_t len);
+
 /* Strict UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF). NUL bytes are valid. */
 bool utf8_is_valid(const char *s, size_t len);
 

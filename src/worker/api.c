@@ -24,6 +24,7 @@
 
 #include <json-c/json.h>
 
+#include "answer.h"
 #include "common/cleanup.h"
 #include "common/config.h"
 #include "common/fileio.h"
@@ -120,6 +121,7 @@ Api *api_free(Api *api) {
 
 void api_response_done(ApiResponse *resp) {
         free(resp->body);
+        answer_free(resp->answer);
         *resp = (ApiResponse){ 0 };
 }
 
@@ -308,6 +310,7 @@ static int route_check(Api *api, const ApiRequest *req, const ApiRoute **ret_rou
                 reply_empty(resp, 401);
                 return 1;
         }
+        resp->facts.authenticated = route->auth;
         *ret_route = route;
         return 0;
 }
@@ -532,27 +535,28 @@ static int run_code_assemble(const Config *cfg, const RunParams *p, char **ret, 
         return 0;
 }
 
-static int run_data(const RunnerResult *res, json_object **ret) {
-        _cleanup_(json_object_putp) json_object *d = json_object_new_object();
+/* The run's answer, streamed (answer.h): its outputs move into it, and the error is cut to stderr's
+ * tail there, so nothing but the two outputs stays in memory until the client has read it. */
+static int reply_run_answer(ApiResponse *resp, RunnerResult *res) {
         const RunnerReply *reply = &res->reply;
+        Answer *answer = NULL;
         int r;
 
-        if (!d)
-                return -ENOMEM;
-        /* The engine's texts are UTF-8 already; the outputs may hold NUL bytes, hence their lengths. */
-        r = json_add_string_utf8(d, "stdout", res->parts[RUNNER_PART_STDOUT],
-                                 reply->part_len[RUNNER_PART_STDOUT]);
-        if (r >= 0)
-                r = json_add_string_utf8(d, "stderr", res->parts[RUNNER_PART_STDERR],
-                                         reply->part_len[RUNNER_PART_STDERR]);
-        if (r >= 0)
-                r = json_add_string_utf8(d, "error", res->parts[RUNNER_PART_ERROR],
-                                         reply->part_len[RUNNER_PART_ERROR]);
-        if (r >= 0)
-                r = json_add_int(d, "exit_code", reply->exit_code);
+        r = answer_new_run(TAKE_PTR(res->parts[RUNNER_PART_STDOUT]), reply->part_len[RUNNER_PART_STDOUT],
+                           TAKE_PTR(res->parts[RUNNER_PART_STDERR]), reply->part_len[RUNNER_PART_STDERR],
+                           res->parts[RUNNER_PART_ERROR], reply->part_len[RUNNER_PART_ERROR],
+                           reply->exit_code, &answer);
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(d);
+        runner_result_done(res); /* the error's whole text too, before the answer waits for its client */
+        free(resp->body);
+        answer_free(resp->answer);
+        resp->status = 200;
+        resp->content_type = CONTENT_TYPE_JSON;
+        resp->body = NULL;
+        resp->body_len = 0;
+        resp->answer = answer;
+        resp->facts.code = 0;
         return 0;
 }
 
@@ -605,10 +609,7 @@ static void run_facts(const RunnerResult *res, ApiFacts *facts) {
 }
 
 /* The runner's answer as the API's. */
-static int reply_run(ApiResponse *resp, const RunnerResult *res) {
-        _cleanup_(json_object_putp) json_object *data = NULL;
-        int r;
-
+static int reply_run(ApiResponse *resp, RunnerResult *res) {
         switch (res->reply.status) {
         case RUNNER_STATUS_RAN:
                 if (!run_result_to_string((RunResult) res->reply.result))
@@ -616,10 +617,7 @@ static int reply_run(ApiResponse *resp, const RunnerResult *res) {
                                             "the runner answered an unknown result %" PRIu32,
                                             res->reply.result);
                 run_facts(res, &resp->facts);
-                r = run_data(res, &data);
-                if (r < 0)
-                        return r;
-                return reply_envelope(resp, 200, 0, "success", TAKE_PTR(data));
+                return reply_run_answer(resp, res);
         case RUNNER_STATUS_BUSY:
         case RUNNER_STATUS_TIMEOUT:
                 /* Overload either way, answered alike so that clients and balancers retry it alike. */

@@ -24,10 +24,11 @@ typedef struct ApiRequest {
 
 /* What the request did, for its journal record. Strings are static. */
 typedef struct ApiFacts {
-        const char *route; /* the table's path, or NULL for an unknown route */
-        int code;          /* the envelope's code; without one, -status for an error (-401), else 0 */
-        bool ran;          /* the fields below hold a finished run (language also for a refused one) */
-        char run_id[40];   /* the run's hex id, DIFYSANDBOX_RUN_ID of its own record */
+        const char *route;  /* the table's path, or NULL for an unknown route */
+        int code;           /* the envelope's code; without one, -status for an error (-401), else 0 */
+        bool authenticated; /* a route that needs X-Api-Key, and the key was valid (not /health) */
+        bool ran;           /* the fields below hold a finished run (language also for a refused one) */
+        char run_id[40];    /* the run's hex id, DIFYSANDBOX_RUN_ID of its own record */
         const char *language, *result;
         int exit_code;
         uint64_t run_usec, cpu_usec, memory_peak, queued_usec;
@@ -36,11 +37,14 @@ typedef struct ApiFacts {
         size_t code_bytes, stdout_bytes, stderr_bytes;
 } ApiFacts;
 
+typedef struct Answer Answer;
+
 typedef struct ApiResponse {
         unsigned status;
         const char *content_type; /* static; NULL with an empty body */
         char *body;               /* malloc()ed, body_len bytes; NULL when empty */
         size_t body_len;
+        Answer *answer; /* instead of body: a run's answer, made as it is sent (answer.h) */
         ApiFacts facts;
 } ApiResponse;
 

@@ -24,6 +24,15 @@
  *     with EPIPE/ECONNRESET, since closing a socket with unread data makes the kernel send RST;
  *   - idle: 30 s without a byte between requests closes the connection (MHD_OPTION_CONNECTION_TIMEOUT,
  *     which counts inactivity only);
+ *   - unauthenticated keep-alive: a connection that has made no request with a valid X-Api-Key (GET
+ *     /health needs none; a wrong key is none) ends when idle UNAUTH_USEC after its start, however often
+ *     it asks; one that has, AUTH_USEC after its last such request (Dify's pooled connections, whose
+ *     requests all carry the key, see no change). Without this a client that asked for /health every
+ *     10 s held its worker for ever, and a few peers held every worker;
+ *   - pressure: when three quarters of the host's connections are live (connslot.h counts them), each new
+ *     one asks enough idle unauthenticated connections to close to bring the count back below that, and
+ *     they do at once. Authenticated
+ *     connections are never asked, nor one that has not yet sent its first request;
  *   - slow requests: a request whose line, headers and body are not all in within 10 s of its first
  *     byte is dropped, however steadily it trickles in; an answer not taken by the client within 60 s
  *     likewise. The loop tracks the phase of the connection's one request to enforce this. */
@@ -36,6 +45,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/tcp.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -53,6 +63,7 @@
 #include <microhttpd.h>
 #include <systemd/sd-journal.h>
 
+#include "answer.h"
 #include "api.h"
 #include "common/cleanup.h"
 #include "common/config.h"
@@ -60,6 +71,7 @@
 #include "common/parse.h"
 #include "common/time-util.h"
 #include "config/config-file.h"
+#include "connslot.h"
 #include "runner-client.h"
 
 #define HEADERS_MAX (64U * 1024U)
@@ -68,6 +80,11 @@
         (4U * HEADERS_MAX) /* libmicrohttpd's buffer: room to refuse beyond our limits ourselves */
 #define FIRST_LINE_USEC (UINT64_C(2) * USEC_PER_SEC)
 #define IDLE_TIMEOUT_SEC 30U
+/* A connection that has made no request with a valid X-Api-Key is closed this long after its start, when
+ * idle, however often it asks for /health; one that has, this long after its last such request (as the
+ * idle timeout). See "Unauthenticated keep-alive" above. */
+#define UNAUTH_USEC (UINT64_C(5) * USEC_PER_SEC)
+#define AUTH_USEC ((uint64_t) IDLE_TIMEOUT_SEC * USEC_PER_SEC)
 #define RECEIVE_TIMEOUT_USEC (UINT64_C(10) * USEC_PER_SEC)
 #define SEND_TIMEOUT_USEC (UINT64_C(60) * USEC_PER_SEC)
 /* A lingering close drops what the client still sends for at most this long in all, and gives up after
@@ -75,6 +92,8 @@
 #define LINGER_USEC (UINT64_C(10) * USEC_PER_SEC)
 #define LINGER_QUIET_MSEC 2000
 #define LINGER_BYTES_MIN (UINT64_C(64) << 20)
+/* The buffer a streamed answer is made into: its only copy in memory. */
+#define ANSWER_BLOCK (64U * 1024U)
 /* MESSAGE_ID of the per-request record (catalog/difysandbox.catalog). */
 #define MESSAGE_REQUEST_FINISHED_STR "afb7818a1c774a8ab23a8cdfef9b6260"
 /* "[" IPv6 "]:" port, or a Unix socket path shortened to fit */
@@ -127,6 +146,11 @@ typedef struct Http {
         bool accounting;
         uint64_t accounted;
         unsigned n_requests;
+        /* See "Unauthenticated keep-alive" above. */
+        ConnSlot *slot;         /* not owned: this connection's place in the host-wide count, or NULL */
+        bool authenticated;     /* a request with a valid key was answered */
+        uint64_t trusted_until; /* CLOCK_MONOTONIC usec: once idle past it, the connection ends */
+        const char *refusal;    /* when set, every request is answered 503 with it, and the end */
         Request req;
 } Http;
 
@@ -326,12 +350,31 @@ static void request_completed(void *cls, struct MHD_Connection *connection, void
         phase_enter(h, PHASE_IDLE);
 }
 
-/* Queues resp; its body goes to libmicrohttpd. */
+static ssize_t answer_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+        ssize_t n = answer_read(cls, pos, buf, max);
+
+        if (n < 0)
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+        return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+}
+
+static void answer_release(void *cls) {
+        answer_free(cls);
+}
+
+/* Queues resp; its body, or its answer, goes to libmicrohttpd. */
 static enum MHD_Result respond(Http *h, struct MHD_Connection *connection, ApiResponse *resp, bool close) {
         _cleanup_(MHD_destroy_responsep) struct MHD_Response *response = NULL;
         enum MHD_Result ret;
 
-        if (resp->body) {
+        if (resp->answer) {
+                /* Made ANSWER_BLOCK bytes at a time as the client takes them (answer.h). */
+                response = MHD_create_response_from_callback(answer_size(resp->answer), ANSWER_BLOCK,
+                                                             answer_reader, resp->answer, answer_release);
+                if (!response)
+                        return MHD_NO;
+                resp->answer = NULL; /* libmicrohttpd frees it with the response */
+        } else if (resp->body) {
                 response =
                         MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
                 if (!response)
@@ -362,6 +405,17 @@ static enum MHD_Result respond_too_large(Http *h, struct MHD_Connection *connect
         /* The rest of the body stays unread, so the connection cannot carry another request; it is
          * dropped after the answer (linger_drain()). */
         h->linger = true;
+        return respond(h, connection, &rq->resp, /* close= */ true);
+}
+
+/* The worker could not set itself up (its runner is unreachable): every request gets the 503 that says
+ * why, and the connection ends after it. A body is not read: the lingering close drops it. */
+static enum MHD_Result respond_refusal(Http *h, struct MHD_Connection *connection, Request *rq) {
+        if (api_error(503, -503, h->refusal, &rq->resp) < 0)
+                return MHD_NO;
+        h->linger =
+                MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH) ||
+                MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
         return respond(h, connection, &rq->resp, /* close= */ true);
 }
 
@@ -453,6 +507,8 @@ static enum MHD_Result on_headers(Http *h, struct MHD_Connection *connection, co
 
         rq->headers_seen = true;
         (void) snprintf(rq->method, sizeof(rq->method), "%s", method);
+        if (h->refusal)
+                return respond_refusal(h, connection, rq);
 
         r = framing_check(h, connection, url, rq);
         if (r < 0)
@@ -526,9 +582,22 @@ static enum MHD_Result on_request_complete(Http *h, struct MHD_Connection *conne
                 log_error_errno(r, "Cannot answer %s '%s' from %s: %m", rq->method, url, h->peer);
                 return MHD_NO;
         }
+        /* The answer may wait long for its client (SEND_TIMEOUT_USEC): the request's body goes now, and the
+         * heap that held it and the run's parts goes back to the kernel, which glibc does not do by itself
+         * for memory freed below its top (a 16 MiB request left 46 MiB resident). */
+        free(TAKE_PTR(rq->body));
+        rq->body_len = rq->body_alloc = 0;
+        (void) malloc_trim(0);
+        /* Only a request with a valid key buys the connection more time (see the top of this file). */
+        if (rq->resp.facts.authenticated) {
+                h->authenticated = true;
+                h->trusted_until = now(CLOCK_MONOTONIC) + AUTH_USEC;
+        }
         /* A worker whose line to the runner broke (serve's runner died) has nothing more to offer this
-         * connection: closing it sends the client to a new worker. */
-        return respond(h, connection, &rq->resp, /* close= */ runner_client_broken(h->runner));
+         * connection: closing it sends the client to a new worker. One past its time says so too. */
+        return respond(h, connection, &rq->resp,
+                       /* close= */ runner_client_broken(h->runner) ||
+                               now(CLOCK_MONOTONIC) >= h->trusted_until);
 }
 
 /* libmicrohttpd calls this once for the headers, once per piece of body, and once when all is in. */
@@ -682,8 +751,62 @@ static bool line_timeout(Http *h, struct MHD_Daemon *daemon) {
         return true;
 }
 
+/* Whether the connection may be asked to make room (connslot.h): between requests, not in the middle of
+ * a request line, and never authenticated. A connection that has not yet sent its first request is not:
+ * it may be the legitimate client the room is made for, and it has FIRST_LINE_USEC anyway. */
+static bool evictable(const Http *h) {
+        return h->slot && !h->authenticated && h->n_requests > 0 && h->line_deadline == 0;
+}
+
+/* Between requests: waits for the next one ourselves, to see its first byte, or for a limit. SIGTERM and
+ * SIGINT are let in here only: nothing is in progress, so ending is harmless. Returns 1 when the
+ * connection ends here, 0 to go on, or a negative errno (logged). */
+static int idle_wait(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_mask, uint64_t now_usec) {
+        struct pollfd pfd[2] = { { .fd = h->fd, .events = POLLIN }, { .fd = -1, .events = POLLIN } };
+        uint64_t limit = h->trusted_until > now_usec ? h->trusted_until - now_usec : 0;
+        struct timespec ts;
+        int ms, p;
+
+        if (h->line_deadline == 0 && limit == 0) {
+                log_debug("Closing the idle connection from %s: %s", h->peer,
+                          h->authenticated ? "idle timeout" : "no authenticated request in time");
+                return 1;
+        }
+        if (h->line_deadline > 0 && h->line_deadline - now_usec < limit)
+                limit = h->line_deadline - now_usec;
+        if (evictable(h))
+                pfd[1].fd = connslot_evictable_fd(h->slot); /* -errno: not polled, ppoll skips it */
+        else if (h->slot)
+                connslot_evictable_end(h->slot);
+
+        ms = timeout_msec(daemon, limit);
+        ts = (struct timespec){ .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
+        p = ppoll(pfd, 2, ms < 0 ? NULL : &ts, idle_mask);
+        if (p < 0 && errno != EINTR)
+                return log_error_errno(-errno, "Cannot wait on the connection from %s: %m", h->peer);
+        if (p > 0 && pfd[0].revents == 0 && pfd[1].revents != 0 && connslot_evicted(h->slot) > 0) {
+                /* Not above debug: a flood would flood the log too. */
+                log_debug("Closing the idle unauthenticated connection from %s: room is wanted", h->peer);
+                return 1;
+        }
+        if (p > 0 && pfd[0].revents != 0) {
+                if (h->slot)
+                        connslot_evictable_end(h->slot);
+                reload_if_stale(h);
+                phase_enter(h, PHASE_RECEIVING);
+                if (h->line_deadline == 0)
+                        h->line_deadline = h->phase_start + FIRST_LINE_USEC;
+                h->line_bytes = true;
+        }
+        if (MHD_run(daemon) != MHD_YES)
+                return log_error_errno(-EIO, "libmicrohttpd failed on the connection from %s", h->peer);
+        return 0;
+}
+
 /* Drives libmicrohttpd until the connection is closed or a limit drops it. */
 static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_mask) {
+        int r;
+
         while (h->open) {
                 uint64_t now_usec = now(CLOCK_MONOTONIC), limit;
 
@@ -691,29 +814,9 @@ static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_m
                         return 0;
 
                 if (h->phase == PHASE_IDLE) {
-                        /* Wait for the next request ourselves, to see its first byte. SIGTERM and SIGINT
-                         * are let in here only: nothing is in progress, so ending is harmless. */
-                        struct pollfd pfd = { .fd = h->fd, .events = POLLIN };
-                        int ms = timeout_msec(daemon, h->line_deadline > 0 ? h->line_deadline - now_usec
-                                                                           : UINT64_MAX),
-                            p;
-                        struct timespec ts = { .tv_sec = ms / 1000,
-                                               .tv_nsec = (long) (ms % 1000) * 1000000L };
-
-                        p = ppoll(&pfd, 1, ms < 0 ? NULL : &ts, idle_mask);
-                        if (p < 0 && errno != EINTR)
-                                return log_error_errno(-errno, "Cannot wait on the connection from %s: %m",
-                                                       h->peer);
-                        if (p > 0) {
-                                reload_if_stale(h);
-                                phase_enter(h, PHASE_RECEIVING);
-                                if (h->line_deadline == 0)
-                                        h->line_deadline = h->phase_start + FIRST_LINE_USEC;
-                                h->line_bytes = true;
-                        }
-                        if (MHD_run(daemon) != MHD_YES)
-                                return log_error_errno(
-                                        -EIO, "libmicrohttpd failed on the connection from %s", h->peer);
+                        r = idle_wait(h, daemon, idle_mask, now_usec);
+                        if (r != 0)
+                                return r < 0 ? r : 0;
                         continue;
                 }
 
@@ -734,21 +837,14 @@ static int serve_loop(Http *h, struct MHD_Daemon *daemon, const sigset_t *idle_m
         return 0;
 }
 
-int http_serve_connection(const Config *cfg, uint64_t config_generation, bool reloadable,
-                          RunnerClient *runner, int fd) {
+/* Sets up h's connection on fd (taken) and serves it; h->api is made here unless h->refusal is set. */
+static int serve_connection(Http *h, uint64_t config_generation, int fd) {
         _cleanup_close_ int conn_fd = fd;
         _cleanup_(MHD_stop_daemonp) struct MHD_Daemon *daemon = NULL;
         struct sockaddr_storage ss = { 0 };
         socklen_t ss_len = sizeof(ss);
         sigset_t stop_signals, idle_mask;
         _cleanup_close_ int linger_fd = -EBADF;
-        Http h = { .cfg = cfg,
-                   .reloadable = reloadable,
-                   .runner = runner,
-                   .fd = fd,
-                   .body_max = api_body_max(cfg),
-                   .phase = PHASE_IDLE,
-                   .line_deadline = now(CLOCK_MONOTONIC) + FIRST_LINE_USEC };
         int r;
 
         /* A request in progress finishes before a stop takes effect; see serve_loop(). */
@@ -760,8 +856,8 @@ int http_serve_connection(const Config *cfg, uint64_t config_generation, bool re
 
         if (getpeername(fd, (struct sockaddr *) &ss, &ss_len) < 0)
                 return log_error_errno(-errno, "Cannot get the peer of the connection: %m");
-        peer_format(&ss, ss_len, h.peer, sizeof(h.peer));
-        h.accounting = ss.ss_family == AF_INET || ss.ss_family == AF_INET6;
+        peer_format(&ss, ss_len, h->peer, sizeof(h->peer));
+        h->accounting = ss.ss_family == AF_INET || ss.ss_family == AF_INET6;
         /* Nothing the sandbox or a helper execs may inherit the client's socket. */
         if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
                 return log_error_errno(-errno, "Cannot set close-on-exec on the connection: %m");
@@ -771,39 +867,72 @@ int http_serve_connection(const Config *cfg, uint64_t config_generation, bool re
         if (linger_fd < 0)
                 return log_error_errno(-errno, "Cannot duplicate the connection: %m");
 
-        r = api_new(cfg, runner, config_generation, &h.api);
-        if (r < 0)
-                return log_error_errno(r, "Cannot set up the API: %m");
+        if (!h->refusal) {
+                r = api_new(h->cfg, h->runner, config_generation, &h->api);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot set up the API: %m");
+        }
 
-        daemon = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                                  handle_request, &h, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                                  (size_t) MHD_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_SEC,
-                                  MHD_OPTION_URI_LOG_CALLBACK, request_started, &h,
-                                  MHD_OPTION_NOTIFY_COMPLETED, request_completed, &h,
-                                  MHD_OPTION_NOTIFY_CONNECTION, connection_notified, &h,
-                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL, MHD_OPTION_END);
+        daemon = MHD_start_daemon(
+                MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle_request, h,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) MHD_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
+                IDLE_TIMEOUT_SEC, MHD_OPTION_URI_LOG_CALLBACK, request_started, h,
+                MHD_OPTION_NOTIFY_COMPLETED, request_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+                connection_notified, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL, MHD_OPTION_END);
         if (!daemon)
-                r = log_error_errno(-EIO, "Cannot start libmicrohttpd for the connection from %s", h.peer);
+                r = log_error_errno(-EIO, "Cannot start libmicrohttpd for the connection from %s", h->peer);
         else {
-                h.open = true; /* until libmicrohttpd reports the close, which may come inside this call */
+                h->open = true; /* until libmicrohttpd reports the close, which may come inside this call */
                 if (MHD_add_connection(daemon, TAKE_FD(conn_fd), (const struct sockaddr *) &ss, ss_len) !=
                     MHD_YES)
-                        r = log_error_errno(-errno, "Cannot serve the connection from %s: %m", h.peer);
+                        r = log_error_errno(-errno, "Cannot serve the connection from %s: %m", h->peer);
                 else
-                        r = serve_loop(&h, daemon, &idle_mask);
+                        r = serve_loop(h, daemon, &idle_mask);
         }
         if (daemon)
                 MHD_stop_daemon(TAKE_PTR(daemon)); /* closes its descriptor; a request in it is recorded */
-        if (h.linger) {
-                uint64_t dropped = linger_drain(linger_fd, linger_max(h.body_max));
+        if (h->linger) {
+                uint64_t dropped = linger_drain(linger_fd, linger_max(h->body_max));
 
                 log_debug("Connection from %s: dropped %" PRIu64 " bytes of an unread body before closing",
-                          h.peer, dropped);
+                          h->peer, dropped);
         }
+        return r;
+}
+
+int http_serve_connection(const Config *cfg, uint64_t config_generation, bool reloadable,
+                          RunnerClient *runner, ConnSlot *slot, int fd) {
+        Http h = { .cfg = cfg,
+                   .reloadable = reloadable,
+                   .runner = runner,
+                   .fd = fd,
+                   .body_max = api_body_max(cfg),
+                   .phase = PHASE_IDLE,
+                   .line_deadline = now(CLOCK_MONOTONIC) + FIRST_LINE_USEC,
+                   .slot = slot,
+                   .trusted_until = now(CLOCK_MONOTONIC) + UNAUTH_USEC };
+        int r;
+
+        r = serve_connection(&h, config_generation, fd);
         request_reset(&h.req);
         h.api = api_free(h.api);
         if (h.reloaded_cfg)
                 config_done(h.reloaded_cfg);
         free(h.reloaded_cfg);
+        return r;
+}
+
+int http_serve_refusal(const Config *cfg, const char *message, int fd) {
+        Http h = { .cfg = cfg,
+                   .fd = fd,
+                   .body_max = api_body_max(cfg),
+                   .phase = PHASE_IDLE,
+                   .line_deadline = now(CLOCK_MONOTONIC) + FIRST_LINE_USEC,
+                   .trusted_until = now(CLOCK_MONOTONIC) + UNAUTH_USEC,
+                   .refusal = message };
+        int r;
+
+        r = serve_connection(&h, 0, fd);
+        request_reset(&h.req);
         return r;
 }

@@ -513,22 +513,26 @@ def test_slowloris_is_disconnected(server):
 
 
 def test_silent_client_is_disconnected(server):
-    """A connection that never sends a byte is closed once its request line is late (2 s), and a
-    keep-alive connection after the 30 s idle timeout."""
+    """A connection that never sends a byte is closed once its request line is late (2 s); a keep-alive
+    connection whose requests carried no key 5 s after its start (issue 24); one with an authenticated
+    request after the 30 s idle timeout."""
     start = time.monotonic()
     with socket.create_connection(('127.0.0.1', server.port)) as s:
         s.settimeout(60)
         assert s.recv(1) == b''
     assert time.monotonic() - start <= 10
-    with socket.create_connection(('127.0.0.1', server.port)) as s:
-        s.settimeout(60)
-        s.sendall(b'GET /health HTTP/1.1\r\nHost: x\r\n\r\n')
-        data = b''
-        while b'"ok"' not in data:
-            data += s.recv(65536)
-        start = time.monotonic()
-        assert s.recv(1) == b''
-    assert 28 <= time.monotonic() - start <= 40
+    for request, low, high in ((b'GET /health HTTP/1.1\r\nHost: x\r\n\r\n', 3, 12),
+                               (b'GET /v1/sandbox/dependencies?language=python3 HTTP/1.1\r\nHost: x\r\n'
+                                b'X-Api-Key: ' + API_KEY.encode() + b'\r\n\r\n', 28, 40)):
+        with socket.create_connection(('127.0.0.1', server.port)) as s:
+            s.settimeout(60)
+            s.sendall(request)
+            data = b''
+            while b'}' not in data and b'"ok"' not in data:
+                data += s.recv(65536)
+            start = time.monotonic()
+            assert s.recv(1) == b''
+        assert low <= time.monotonic() - start <= high, request
     assert server.healthy()
 
 
@@ -672,6 +676,37 @@ def test_worker_binary_on_fd0(tmp_path):
     finally:
         runner.terminate()
         runner.wait(timeout=30)
+
+
+def test_worker_without_runner_answers_503(tmp_path):
+    """Issue 24: a worker that cannot reach the runner closed the connection without a word. It answers
+    the request 503 in Dify's envelope, naming the runner, and closes."""
+    binary = worker_binary()
+    if not os.access(binary, os.X_OK):
+        pytest.skip(f'no difysandbox-worker at {binary} (set DIFYSANDBOX_WORKER)')
+    runner_socket = str(tmp_path / 'nobody-listens.sock')
+    body = json.dumps({'language': 'python3', 'code': 'print(1)'}).encode()
+    for request in (b'GET /health HTTP/1.1\r\nHost: x\r\n\r\n',
+                    b'POST /v1/sandbox/run HTTP/1.1\r\nHost: x\r\nX-Api-Key: ' + API_KEY.encode()
+                    + b'\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n' % len(body) + body):
+        client, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with client:
+            proc = subprocess.Popen([binary, '--runner-socket', runner_socket], stdin=server_end,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            server_end.close()
+            client.settimeout(30)
+            client.sendall(request)
+            answer = b''
+            while chunk := client.recv(65536):
+                answer += chunk
+            stderr = proc.communicate(timeout=30)[1]
+        head, _, payload = answer.partition(b'\r\n\r\n')
+        assert head.startswith(b'HTTP/1.1 503'), (answer, stderr)
+        assert b'connection: close' in head.lower(), head
+        envelope = json.loads(payload)
+        assert envelope['code'] == -503 and envelope['data'] is None, envelope
+        assert 'difysandbox-runner' in envelope['message'] and runner_socket in envelope['message'], envelope
+        assert proc.returncode != 0
 
 
 def test_keep_alive_workers_die_with_serve():

@@ -30,7 +30,7 @@
 /* Where difysandbox-runner.socket listens (runner_socket's default, difysandbox.conf(5)). */
 #define RUNNER_SOCKET_DEFAULT "/run/difysandbox/runner.sock"
 /* MaxConnections= of units/difysandbox.socket, which --max-connections repeats. */
-#define MAX_CONNECTIONS_DEFAULT 128U
+#define MAX_CONNECTIONS_DEFAULT 512U
 #define MAX_CONNECTIONS_LIMIT 65536U
 
 static void help(void) {

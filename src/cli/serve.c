@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -46,6 +47,12 @@
  * units/difysandbox.socket. */
 #define WORKERS_PER_SOURCE_MAX 64U
 #define ACCEPT_BACKOFF_MSEC 100
+/* What a worker may allocate (RLIMIT_DATA: its heap and private mappings), as MemoryMax=128M of
+ * difysandbox@.service bounds it under systemd. Its peak was measured at about 4 x code_max + 3 x
+ * output_max + 4 MiB (61 MiB with the defaults); the limit is twice that, at least 256 MiB, since address
+ * space reserved is not all resident. An allocation past it fails, and that request is answered -500: the
+ * host's memory is not a client's to take. */
+#define WORKER_DATA_MIN (UINT64_C(256) << 20)
 /* How long a stop waits for a worker beyond its longest request (queue wait + run) before SIGKILL. */
 #define STOP_GRACE_USEC (UINT64_C(5) * USEC_PER_SEC)
 
@@ -298,6 +305,12 @@ static int worker_drop_privileges(const ServeFds *fds) {
         return 0;
 }
 
+static rlim_t worker_data_max(const Config *cfg) {
+        uint64_t peak = 4 * cfg->code_max + 3 * cfg->output_max + (UINT64_C(4) << 20);
+
+        return 2 * peak > WORKER_DATA_MIN ? (rlim_t) (2 * peak) : (rlim_t) WORKER_DATA_MIN;
+}
+
 /* In the forked worker: the connection and its line to the runner are all it keeps of us. */
 static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const ServeFds *fds, pid_t parent)
         __attribute__((noreturn));
@@ -316,6 +329,10 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
         r = worker_drop_privileges(fds);
         if (r < 0) {
                 log_error_errno(r, "Cannot drop the worker's privileges: %m");
+                _exit(EXIT_FAILURE);
+        }
+        if (setrlimit(RLIMIT_DATA, &(struct rlimit){ worker_data_max(cfg), worker_data_max(cfg) }) < 0) {
+                log_error_errno(-errno, "Cannot limit the worker's memory: %m");
                 _exit(EXIT_FAILURE);
         }
         /* A keep-alive worker must not go on serving when serve is gone (SIGKILLed): nobody would stop

@@ -146,7 +146,9 @@ def test_workers_hold_nothing_of_serves(pooled):
         assert any('/run/difysandbox/instances/' in f for f in serve_files.values()), serve_files
         for pid in workers:
             files = _open_files(pid)
-            assert not [f for f in files.values() if f.startswith('/run/difysandbox')], (pid, files)
+            # Only the worker user's own directory of live connections (src/worker/connslot.c).
+            assert not [f for f in files.values() if f.startswith('/run/difysandbox')
+                        and not f.startswith('/run/difysandbox/connections')], (pid, files)
             assert not [f for f in files.values() if 'signalfd' in f], (pid, files)
             # Its sockets are the client's connection (libmicrohttpd's fd and the lingering close's copy)
             # and its line to the runner: none is one that serve holds (listener, hand-off).
@@ -298,3 +300,19 @@ def test_runner_killed_mid_run_answers_the_client_and_recovers(pooled):
     orphans = [pid for pid in map(int, filter(str.isdigit, os.listdir('/proc')))
                if UID_MIN <= (process_uid(pid) or 0) <= UID_MAX and pid not in prepared_runs(pooled)]
     assert wait_until(lambda: not [p for p in orphans if process_uid(p) is not None], timeout=20), orphans
+
+
+def test_workers_have_a_memory_limit(pooled):
+    """A worker's memory is outside every run's cgroup: serve bounds what it may allocate (RLIMIT_DATA), as
+    MemoryMax= of difysandbox@.service does under systemd (issue 24, item 5)."""
+    with requests.Session() as s:
+        assert s.get(pooled.url + '/health').status_code == 200
+        workers = wait_until(pooled.workers, timeout=10)
+        assert workers
+        for pid in workers:
+            with open(f'/proc/{pid}/limits') as f:
+                line = next(line for line in f if line.startswith('Max data size'))
+            soft = line.split()[3]
+            assert soft != 'unlimited', (pid, line)
+            # at least 256 MiB, and twice the measured peak of the defaults' code_max and output_max at most
+            assert 256 << 20 <= int(soft) <= 1 << 30, (pid, line)

@@ -24,6 +24,7 @@ kernel threads that ended between two reads.
 
 import os
 import resource
+import time
 
 USER_HZ = os.sysconf("SC_CLK_TCK")
 
@@ -97,7 +98,16 @@ def client_usec():
 
 
 def common_counters():
-    return {"kthreads": kernel_threads_usec(), "client": client_usec(), "machine": machine_busy_usec()}
+    return {"kthreads": kernel_threads_usec(), "client": client_usec(), "machine": machine_busy_usec(),
+            "wall": time.monotonic_ns() // 1000}
+
+
+def net_kernel_threads(per_req, delta, requests, background_rate):
+    """Adds the kernel threads' time net of the background: minus background_rate (kernel thread µs per
+    µs of wall time, measured in the floor's chunks, which start processes but make no cgroups or
+    namespaces) times the wall time between the reads. On a shared machine a rough estimate."""
+    if per_req is not None and background_rate is not None and requests:
+        per_req["kernel threads, net"] = (delta["kthreads"] - background_rate * delta["wall"]) / requests / 1000
 
 
 class CgroupSplit:

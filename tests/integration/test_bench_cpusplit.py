@@ -1,15 +1,13 @@
 """Tests of bench/run --throughput's arithmetic (bench/cpusplit.py, bench/run's write_doc), without a
-service: a fake cgroup tree and fake counters. Run by hand:
-
-    /usr/bin/python3 -m pytest -p no:cacheprovider -q bench/test_cpusplit.py
-"""
+service: a fake cgroup tree and fake counters, so that the CPU split it reports can be wrong only in ways
+these tests would see. Run with the integration suite (./scripts/test)."""
 
 import importlib.machinery
 import importlib.util
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench")
 sys.path.insert(0, HERE)
 import cpusplit  # noqa: E402
 

@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from serve_helpers import HEADERS, children_of, process_uid, start_server
+from test_privsep import _waits_for_code, wait_until
 
 UID_MIN, UID_MAX = 24200, 24215  # a range of its own: neighbours' ranges must not overlap
 POOL_ENV = {'DIFYSANDBOX_POOL_SIZE_PYTHON3': '1', 'DIFYSANDBOX_POOL_SIZE_NODEJS': '0'}
@@ -53,25 +54,6 @@ def pooled():
     assert rc == 0, f'difysandbox serve exited {rc} after SIGTERM'
 
 
-def wait_until(predicate, timeout=60, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return predicate()
-
-
-def _waits_for_code(pid):
-    """The prepared interpreter is blocked in read(3, ...): its code's pipe."""
-    try:
-        fields = open(f'/proc/{pid}/syscall').read().split()
-    except OSError:
-        return False
-    return len(fields) > 1 and fields[0] == '0' and int(fields[1], 16) == 3
-
-
 def _preloaded(pid):
     try:
         return 'pandas' in open(f'/proc/{pid}/maps').read()
@@ -102,7 +84,7 @@ def test_runs_count_as_pool_hits_and_misses(pooled):
     assert read_stats(pooled.state_dir) == {lang: {'ok': 0, 'hits': 0, 'misses': 0} for lang in LANGUAGES}
 
     # A ready pool serves the run: its UID is the prepared run's, and it counts as a hit.
-    uid = wait_until(lambda: ready_python_run(pooled))
+    uid = wait_until(lambda: ready_python_run(pooled), timeout=60)
     assert uid, 'the pool never held a prepared python run'
     time.sleep(0.5)  # the slot's "ready" message reaches the runner just after the run blocks in read()
     data = run(pooled, 'import os\nprint(os.getuid())')
@@ -119,7 +101,7 @@ def test_runs_count_as_pool_hits_and_misses(pooled):
     # A burst larger than the pool: the one prepared run serves one request, the rest are prepared on
     # demand. The pool may make one light run meanwhile (it prepares only while fewer runs run than the
     # host has CPUs), so at least BURST - 2 are misses; each run is one or the other.
-    assert wait_until(lambda: ready_python_run(pooled)), 'the pool did not refill'
+    assert wait_until(lambda: ready_python_run(pooled), timeout=60), 'the pool did not refill'
     time.sleep(0.5)
     errors = []
 

@@ -159,6 +159,11 @@ def contract_problems(res):
         return problems
     rest = error[len(head):]
     line = RESULT_LINES.get(result)
+    signal_line = f'error: killed by signal {code - 128}\n'
+    if result == 'error' and code > 128 and rest.startswith(signal_line):
+        # a signal nothing of the sandbox's explains (a crash, the host's own refusal): result.c names it
+        # (an exit(130) of the code itself has no such line)
+        rest = rest[len(signal_line):]
     if line:
         if not rest.startswith(line + '\n'):
             problems.append(f'result {result} but the error line {line!r} does not follow')

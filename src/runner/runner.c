@@ -457,15 +457,18 @@ static bool pool_upgrade_one(Runner *r) {
 static void pool_refill(Runner *r) {
         Language language = pool_next_to_prepare(&r->pool);
         uint64_t now_usec = now(CLOCK_MONOTONIC), quiet_at = r->last_run_usec + REFILL_QUIET_USEC;
-        bool quiet = now_usec >= quiet_at && cpus_idle(r);
+        bool paused = now_usec >= quiet_at, quiet;
 
         if (now_usec < r->prepare_not_before)
                 return; /* the periodic timer looks again */
-        if (!quiet) {
+        if (!paused) {
                 /* Look again once runs pause, not only at the next periodic tick. */
                 (void) sd_event_source_set_time(r->timer, quiet_at);
                 (void) sd_event_source_set_enabled(r->timer, SD_EVENT_ONESHOT);
         }
+        /* Runs paused but the CPUs still busy: the periodic tick looks again (a timer set to quiet_at,
+         * which has passed, would fire at once, again and again). */
+        quiet = paused && cpus_idle(r);
         if (language < 0) {
                 if (quiet && pool_upgrade_one(r))
                         pool_refill(r);

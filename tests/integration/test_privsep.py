@@ -250,7 +250,9 @@ def _connect_idle(source, port):
     return s
 
 
-@pytest.mark.parametrize('idle', [10, 300])
+# 90: most of serve's 128 workers, below the 96 from which new connections make idle unauthenticated ones
+# close (src/worker/connslot.c), so that every one of them still holds its worker when counted.
+@pytest.mark.parametrize('idle', [10, 90])
 def test_idle_keep_alive_connections_hold_no_prepared_runs(pooled, idle):
     """An idle keep-alive connection (kept alive with /health, which needs no key) holds a worker, never a
     sandbox: the pool stays at its size, UIDs are not used up, and a new client's run succeeds."""
@@ -316,3 +318,21 @@ def test_workers_have_a_memory_limit(pooled):
             assert soft != 'unlimited', (pid, line)
             # at least 256 MiB, and twice the measured peak of the defaults' code_max and output_max at most
             assert 256 << 20 <= int(soft) <= 1 << 30, (pid, line)
+
+
+def _cpu_seconds(pid):
+    """utime + stime of a live process, in seconds."""
+    fields = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def test_an_idle_runner_takes_no_cpu(pooled):
+    """Once runs pause and its pool is ready, the runner waits: a timer that fires at once, again and again
+    (a deadline in the past re-armed), would burn a CPU and starve the pool's own idle-time work."""
+    run(pooled, 'print(1)')
+    assert wait_until(lambda: pool_ready(pooled), timeout=60), 'the pool did not return to preloaded runs'
+    runner = pooled.runner()
+    before = _cpu_seconds(runner)
+    time.sleep(3)
+    used = _cpu_seconds(runner) - before
+    assert used < 0.5, f'the idle runner used {used:.2f} s of CPU in 3 s'

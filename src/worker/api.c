@@ -310,7 +310,8 @@ static int route_check(Api *api, const ApiRequest *req, const ApiRoute **ret_rou
                 reply_empty(resp, 401);
                 return 1;
         }
-        resp->facts.authenticated = route->auth;
+        /* A valid key proves the client whatever the route, /health included: it keeps its keep-alive. */
+        resp->facts.authenticated = route->auth || api_key_valid(api->cfg, req->api_key);
         *ret_route = route;
         return 0;
 }

@@ -24,11 +24,19 @@
  *     with EPIPE/ECONNRESET, since closing a socket with unread data makes the kernel send RST;
  *   - idle: 30 s without a byte between requests closes the connection (MHD_OPTION_CONNECTION_TIMEOUT,
  *     which counts inactivity only);
- *   - unauthenticated keep-alive: a connection that has made no request with a valid X-Api-Key (GET
- *     /health needs none; a wrong key is none) ends when idle UNAUTH_USEC after its start, however often
- *     it asks; one that has, AUTH_USEC after its last such request (Dify's pooled connections, whose
- *     requests all carry the key, see no change). Without this a client that asked for /health every
- *     10 s held its worker for ever, and a few peers held every worker;
+ *   - unauthenticated keep-alive: only a request with a valid X-Api-Key resets the idle timer. A
+ *     connection that has made none (GET /health needs none; a wrong key is none) ends when idle
+ *     UNAUTH_USEC after its start, however often it asks; one that has, AUTH_USEC after its last such
+ *     request (Dify's pooled connections, whose requests all carry the key, see no change). Without this
+ *     a client that asked for /health every 10 s held its worker for ever, and a few peers held every
+ *     worker. Not shorter than the idle timeout: a flood reconnects at once when closed, and under
+ *     systemd every new connection is an instance that costs PID 1 tens of milliseconds of CPU, so a short
+ *     budget turns a flood that holds workers into one that burns the host's CPU (5 s did: a legitimate
+ *     client then waited 7-10 s behind the flood's instances). One that starts under pressure (below)
+ *     gets no keep-alive until it authenticates: its answer says "Connection: close". Asking idle
+ *     connections to make room happens only when a new one starts, and at the limit none can (systemd
+ *     refuses past MaxConnections=, serve stops accepting), so without this a burst that filled every
+ *     slot before its first connections went idle would hold them all for the idle timeout;
  *   - pressure: when three quarters of the host's connections are live (connslot.h counts them), each new
  *     one asks enough idle unauthenticated connections to close to bring the count back below that, and
  *     they do at once. Authenticated
@@ -83,7 +91,8 @@
 /* A connection that has made no request with a valid X-Api-Key is closed this long after its start, when
  * idle, however often it asks for /health; one that has, this long after its last such request (as the
  * idle timeout). See "Unauthenticated keep-alive" above. */
-#define UNAUTH_USEC (UINT64_C(5) * USEC_PER_SEC)
+#define UNAUTH_USEC ((uint64_t) IDLE_TIMEOUT_SEC * USEC_PER_SEC)
+#define UNAUTH_PRESSURE_USEC UINT64_C(0)
 #define AUTH_USEC ((uint64_t) IDLE_TIMEOUT_SEC * USEC_PER_SEC)
 #define RECEIVE_TIMEOUT_USEC (UINT64_C(10) * USEC_PER_SEC)
 #define SEND_TIMEOUT_USEC (UINT64_C(60) * USEC_PER_SEC)
@@ -900,6 +909,11 @@ static int serve_connection(Http *h, uint64_t config_generation, int fd) {
         return r;
 }
 
+/* How long a connection without an authenticated request may stay: see "Unauthenticated keep-alive". */
+static uint64_t unauthenticated_budget(const ConnSlot *slot) {
+        return slot && !connslot_pressure_at_start(slot) ? UNAUTH_USEC : UNAUTH_PRESSURE_USEC;
+}
+
 int http_serve_connection(const Config *cfg, uint64_t config_generation, bool reloadable,
                           RunnerClient *runner, ConnSlot *slot, int fd) {
         Http h = { .cfg = cfg,
@@ -910,7 +924,7 @@ int http_serve_connection(const Config *cfg, uint64_t config_generation, bool re
                    .phase = PHASE_IDLE,
                    .line_deadline = now(CLOCK_MONOTONIC) + FIRST_LINE_USEC,
                    .slot = slot,
-                   .trusted_until = now(CLOCK_MONOTONIC) + UNAUTH_USEC };
+                   .trusted_until = now(CLOCK_MONOTONIC) + unauthenticated_budget(slot) };
         int r;
 
         r = serve_connection(&h, config_generation, fd);
@@ -928,7 +942,7 @@ int http_serve_refusal(const Config *cfg, const char *message, int fd) {
                    .body_max = api_body_max(cfg),
                    .phase = PHASE_IDLE,
                    .line_deadline = now(CLOCK_MONOTONIC) + FIRST_LINE_USEC,
-                   .trusted_until = now(CLOCK_MONOTONIC) + UNAUTH_USEC,
+                   .trusted_until = now(CLOCK_MONOTONIC) + UNAUTH_PRESSURE_USEC,
                    .refusal = message };
         int r;
 

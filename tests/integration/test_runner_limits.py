@@ -297,11 +297,13 @@ def test_runner_survives_emfile_on_accept(runner):
 # ------------------------------------------------------------------------------ under serve
 
 def keep_alive_connections(server, n):
-    """n keep-alive HTTP connections, each with a worker (and its line to the runner) behind it."""
+    """n keep-alive HTTP connections, each with a worker (and its line to the runner) behind it. Their
+    /health carries the key: an authenticated connection keeps its worker for the idle timeout, whether
+    or not the workers can count connections in this instance's state_dir (a mkdtemp, 0700)."""
     conns = []
     for _ in range(n):
         c = socket.create_connection(('127.0.0.1', server.port), timeout=10)
-        c.sendall(b'GET /health HTTP/1.1\r\nHost: x\r\n\r\n')
+        c.sendall(b'GET /health HTTP/1.1\r\nHost: x\r\nX-Api-Key: ' + API_KEY.encode() + b'\r\n\r\n')
         data = b''
         try:
             while b'"ok"' not in data:

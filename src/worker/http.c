@@ -24,19 +24,21 @@
  *     with EPIPE/ECONNRESET, since closing a socket with unread data makes the kernel send RST;
  *   - idle: 30 s without a byte between requests closes the connection (MHD_OPTION_CONNECTION_TIMEOUT,
  *     which counts inactivity only);
- *   - unauthenticated keep-alive: only a request with a valid X-Api-Key resets the idle timer. A
- *     connection that has made none (GET /health needs none; a wrong key is none) ends when idle
- *     UNAUTH_USEC after its start, however often it asks; one that has, AUTH_USEC after its last such
- *     request (Dify's pooled connections, whose requests all carry the key, see no change). Without this
- *     a client that asked for /health every 10 s held its worker for ever, and a few peers held every
- *     worker. Not shorter than the idle timeout: a flood reconnects at once when closed, and under
- *     systemd every new connection is an instance that costs PID 1 tens of milliseconds of CPU, so a short
- *     budget turns a flood that holds workers into one that burns the host's CPU (5 s did: a legitimate
- *     client then waited 7-10 s behind the flood's instances). One that starts under pressure (below)
- *     gets no keep-alive until it authenticates: its answer says "Connection: close". Asking idle
- *     connections to make room happens only when a new one starts, and at the limit none can (systemd
- *     refuses past MaxConnections=, serve stops accepting), so without this a burst that filled every
- *     slot before its first connections went idle would hold them all for the idle timeout;
+ *   - unauthenticated keep-alive: only a request with a valid X-Api-Key resets the idle timer
+ *     (trusted_until). A connection that has made none (GET /health needs none; a wrong key is none)
+ *     ends when idle TRUST_USEC after its start, however often it asks; one that has, TRUST_USEC after
+ *     its last such request (Dify's pooled connections, whose requests all carry the key, see no
+ *     change). Without this a client that asked for /health every 10 s held its worker for ever, and a
+ *     few peers held every worker. Not shorter than the idle timeout: a flood reconnects at once when
+ *     closed, and under systemd every new connection is an instance that costs PID 1 tens of
+ *     milliseconds of CPU, so a short budget turns a flood that holds workers into one that burns the
+ *     host's CPU (5 s did: a legitimate client then waited 7-10 s behind the flood's instances).
+ *     One that starts under pressure (below) gets no keep-alive until it authenticates: its answer
+ *     says "Connection: close". Asking idle connections to make room happens only when a new one
+ *     starts, and at the limit none can (systemd refuses past MaxConnections=, serve stops accepting),
+ *     so without this a burst that filled every slot before its first connections went idle would hold
+ *     them all for the idle timeout. A worker that cannot count the connections (no slot) cannot tell
+ *     pressure, so it assumes it;
  *   - pressure: when three quarters of the host's connections are live (connslot.h counts them), each new
  *     one asks enough idle unauthenticated connections to close to bring the count back below that, and
  *     they do at once. Authenticated
@@ -88,12 +90,10 @@
         (4U * HEADERS_MAX) /* libmicrohttpd's buffer: room to refuse beyond our limits ourselves */
 #define FIRST_LINE_USEC (UINT64_C(2) * USEC_PER_SEC)
 #define IDLE_TIMEOUT_SEC 30U
-/* A connection that has made no request with a valid X-Api-Key is closed this long after its start, when
- * idle, however often it asks for /health; one that has, this long after its last such request (as the
- * idle timeout). See "Unauthenticated keep-alive" above. */
-#define UNAUTH_USEC ((uint64_t) IDLE_TIMEOUT_SEC * USEC_PER_SEC)
-#define UNAUTH_PRESSURE_USEC UINT64_C(0)
-#define AUTH_USEC ((uint64_t) IDLE_TIMEOUT_SEC * USEC_PER_SEC)
+/* The idle timer, which only a request with a valid X-Api-Key resets: a connection that has made none is
+ * closed this long after its start, when idle, however often it asks for /health. See "Unauthenticated
+ * keep-alive" above. */
+#define TRUST_USEC ((uint64_t) IDLE_TIMEOUT_SEC * USEC_PER_SEC)
 #define RECEIVE_TIMEOUT_USEC (UINT64_C(10) * USEC_PER_SEC)
 #define SEND_TIMEOUT_USEC (UINT64_C(60) * USEC_PER_SEC)
 /* A lingering close drops what the client still sends for at most this long in all, and gives up after
@@ -600,7 +600,7 @@ static enum MHD_Result on_request_complete(Http *h, struct MHD_Connection *conne
         /* Only a request with a valid key buys the connection more time (see the top of this file). */
         if (rq->resp.facts.authenticated) {
                 h->authenticated = true;
-                h->trusted_until = now(CLOCK_MONOTONIC) + AUTH_USEC;
+                h->trusted_until = now(CLOCK_MONOTONIC) + TRUST_USEC;
         }
         /* A worker whose line to the runner broke (serve's runner died) has nothing more to offer this
          * connection: closing it sends the client to a new worker. One past its time says so too. */
@@ -909,9 +909,10 @@ static int serve_connection(Http *h, uint64_t config_generation, int fd) {
         return r;
 }
 
-/* How long a connection without an authenticated request may stay: see "Unauthenticated keep-alive". */
+/* How long a connection without an authenticated request may stay: none at all under pressure, or
+ * when its worker holds no slot to tell (see "Unauthenticated keep-alive"). */
 static uint64_t unauthenticated_budget(const ConnSlot *slot) {
-        return slot && !connslot_pressure_at_start(slot) ? UNAUTH_USEC : UNAUTH_PRESSURE_USEC;
+        return slot && !connslot_pressure_at_start(slot) ? TRUST_USEC : 0;
 }
 
 int http_serve_connection(const Config *cfg, uint64_t config_generation, bool reloadable,
@@ -942,7 +943,7 @@ int http_serve_refusal(const Config *cfg, const char *message, int fd) {
                    .body_max = api_body_max(cfg),
                    .phase = PHASE_IDLE,
                    .line_deadline = now(CLOCK_MONOTONIC) + FIRST_LINE_USEC,
-                   .trusted_until = now(CLOCK_MONOTONIC) + UNAUTH_PRESSURE_USEC,
+                   .trusted_until = now(CLOCK_MONOTONIC) + unauthenticated_budget(NULL),
                    .refusal = message };
         int r;
 

@@ -514,8 +514,8 @@ def test_slowloris_is_disconnected(server):
 
 def test_silent_client_is_disconnected(server):
     """A connection that never sends a byte is closed once its request line is late (2 s); a keep-alive
-    keep-alive connection after the 30 s idle timeout, which a request without a valid key does not
-    reset (issue 24): so one whose only request carried no key, 30 s after its start."""
+    connection after the 30 s idle timeout, which a request without a valid key does not reset (issue 24):
+    so one whose only request carried no key, 30 s after its start."""
     start = time.monotonic()
     with socket.create_connection(('127.0.0.1', server.port)) as s:
         s.settimeout(60)

@@ -1,9 +1,9 @@
 """Issue 24, "Unauthenticated keep-alive must not hold workers". A connection that sent GET /health without a
 key every 10 s stayed open for ever, and connections from a few loopback peers filled every worker, so a
-new request was refused or timed out. Now a connection that makes no request with a valid X-Api-Key ends
-when idle 30 s after its start, the idle timeout, which its requests do not reset (src/worker/http.c,
-UNAUTH_USEC) however often it asks, and once three quarters
-of the workers are live each new connection makes an idle unauthenticated one close (src/worker/connslot.c).
+new request was refused or timed out. Now only a request with a valid X-Api-Key resets the 30 s idle timer
+(src/worker/http.c, TRUST_USEC), so a connection that makes none ends 30 s after its start however often
+it asks; and once three quarters of the workers are live each new connection makes an idle
+unauthenticated one close (src/worker/connslot.c), and gets no keep-alive itself until it sends the key.
 
 Bounded: the flood is 3 peers (127.0.0.2-4) x 48 connections, more than the 128 workers of `serve`
 (WORKERS_MAX, src/cli/serve.c), for about 10 s; it aims only at the test's own server on 127.0.0.1 and
@@ -26,7 +26,7 @@ from serve_helpers import API_KEY, start_server
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'common'))
 from keepalive_flood import PING, flood, legitimate_client, read_answer  # noqa: E402
 
-UNAUTH_SECONDS = 30  # src/worker/http.c, the idle timeout
+UNAUTH_SECONDS = 30  # src/worker/http.c, TRUST_USEC: the idle timeout
 WORKERS_MAX = 128  # src/cli/serve.c, as MaxConnections= of units/difysandbox.socket
 PER_SOURCE = 64  # src/cli/serve.c, as MaxConnectionsPerSource=
 PEERS = [f'127.0.0.{i}' for i in range(2, 5)]

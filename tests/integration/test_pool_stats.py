@@ -123,3 +123,49 @@ def test_runs_count_as_pool_hits_and_misses(pooled):
     assert python['hits'] + python['misses'] == 1 + BURST, stats
     assert python['hits'] >= 2 and python['misses'] >= BURST - 2, stats  # the first hit, the burst's
     assert stats['nodejs'] == {'ok': 1, 'hits': 0, 'misses': 1}, stats
+
+
+# Two pandas code nodes in a row (issue 25, item 4): with pool_size.python3 at 2, both find pandas imported.
+# Before, the first took the preloaded slot and the second a light one made on demand, which imported
+# pandas itself (0.98x its floor on a new connection).
+TWO_UID_MIN, TWO_UID_MAX = 24220, 24235
+TWO_POOL_ENV = {'DIFYSANDBOX_POOL_SIZE_PYTHON3': '2', 'DIFYSANDBOX_POOL_SIZE_NODEJS': '0'}
+PANDAS_NODE = ("import sys, os\n"
+               "had = 'pandas' in sys.modules\n"
+               "import pandas\n"
+               "print(had, os.getuid(), pandas.DataFrame({'a': [1, 2]})['a'].sum())")
+
+
+@pytest.fixture(scope='module')
+def pooled_two():
+    state = tempfile.mkdtemp(prefix='difysandbox-pool-two-')
+    s = start_server({'uid_min': TWO_UID_MIN, 'uid_max': TWO_UID_MAX, 'state_dir': state,
+                      'worker_timeout': 30}, env=TWO_POOL_ENV)
+    s.state_dir = state
+    yield s
+    rc = s.stop()
+    s.cleanup()
+    assert rc == 0, f'difysandbox serve exited {rc} after SIGTERM'
+
+
+def ready_preloaded_uids(server):
+    """The UIDs of the prepared python runs that wait for their code with pandas imported."""
+    runs = [pid for slot in server.handlers() for pid in children_of(slot)
+            if TWO_UID_MIN <= (process_uid(pid) or 0) <= TWO_UID_MAX]
+    return {process_uid(pid) for pid in runs if _waits_for_code(pid) and _preloaded(pid)}
+
+
+def test_two_pandas_code_nodes_in_a_row_both_find_pandas_imported(pooled_two):
+    uids = wait_until(lambda: (lambda u: u if len(u) == 2 else None)(ready_preloaded_uids(pooled_two)),
+                      timeout=120)
+    assert uids, 'the pool never held two preloaded python runs'
+    time.sleep(0.5)  # the slots' "ready" messages reach the runner just after the runs block in read()
+
+    served = []
+    for _ in range(2):  # one right after the other, each on a new connection, as Dify's nodes come
+        had, uid, total = run(pooled_two, PANDAS_NODE)['stdout'].split()
+        assert (had, total) == ('True', '3'), ('pandas was not imported before the code', had, uid)
+        served.append(int(uid))
+    assert set(served) == uids, ('not the two preloaded runs', served, uids)
+    stats = read_stats(pooled_two.state_dir)
+    assert stats['python3'] == {'ok': 2, 'hits': 2, 'misses': 0}, stats

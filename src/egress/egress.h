@@ -2,8 +2,8 @@
 /* egress: the only way out of a run with network, and the public face of src/egress. Such a run has a
  * network namespace of its own holding only lo, and on it a TCP listener (127.0.0.1:3128,
  * src/sandbox/netns.h) that its child made and handed to the worker. egress_start() forks one relay
- * process per run that serves that listener from the worker's (the host's) network namespace, as nobody
- * (65534) without capabilities: an HTTP proxy that speaks CONNECT and absolute-form plain HTTP
+ * process per run, at the run's first connection (src/sandbox/run.c), that serves that listener from the
+ * worker's (the host's) network namespace, as nobody (65534) without capabilities: an HTTP proxy that speaks CONNECT and absolute-form plain HTTP
  * (http-head.c), resolves names itself (resolver.c), checks every address it is about to connect to with
  * egress-policy.c (the address checked is the address connected to), answers a denial with 403 and a
  * reason, and chains to proxy.http, proxy.https or proxy.socks5 when the configuration names them

@@ -17,7 +17,7 @@
 #include "common/time-util.h"
 #include "enter/enter-protocol.h"
 
-enum { SLOT_PID, SLOT_CODE, SLOT_STATUS, SLOT_ACK, SLOT_STDOUT, SLOT_STDERR, SLOT_EVENTS, _SLOT_MAX };
+enum { SLOT_PID, SLOT_CODE, SLOT_STATUS, SLOT_ACK, SLOT_STDOUT, SLOT_STDERR, SLOT_EVENTS, SLOT_LISTENER, _SLOT_MAX };
 
 /* Once PID 1 has exited every process of the run is gone, so the pipes reach EOF at once; this only
  * bounds the wait should that ever not hold. */
@@ -102,6 +102,8 @@ static int pump_init(Pump *s) {
         p[SLOT_STDERR] = (struct pollfd){ .fd = fds->stderr_fd, .events = POLLIN };
         if (fds->on_events)
                 p[SLOT_EVENTS] = (struct pollfd){ .fd = fds->events_fd, .events = POLLPRI };
+        if (fds->on_connection && fds->listener_fd >= 0)
+                p[SLOT_LISTENER] = (struct pollfd){ .fd = fds->listener_fd, .events = POLLIN };
         if (fcntl(fds->code_fd, F_SETFL, O_NONBLOCK) < 0)
                 r = -errno;
         if (s->code_len == 0)
@@ -154,6 +156,7 @@ static void pump_events_and_exit(Pump *s) {
                 p[SLOT_EVENTS].fd = -1;
         if (p[SLOT_PID].revents) {
                 p[SLOT_EVENTS].fd = -1; /* read once more at the exit, above: that is the last */
+                p[SLOT_LISTENER].fd = -1; /* no relay for a run that is gone */
                 s->exited = true;
                 s->exit_usec = s->rep.exit_usec = now(CLOCK_MONOTONIC);
                 p[SLOT_PID].fd = -1;      /* owned by the caller */
@@ -215,6 +218,24 @@ static void pump_read_ack(Pump *s) {
                 a->fd = safe_close(a->fd); /* one ack, then EOF */
 }
 
+/* The run's first connection to its egress listener starts the relay (OutputFds.on_connection); if it
+ * cannot start, the run ends: its connection would wait for nobody. */
+static void pump_start_relay(Pump *s) {
+        struct pollfd *l = &s->p[SLOT_LISTENER];
+        int r;
+
+        if (l->fd < 0 || !l->revents)
+                return;
+        l->fd = -1; /* the relay accepts from now on; the fd is the caller's */
+        if (s->killed)
+                return;
+        r = s->fds->on_connection(s->fds->connection_userdata);
+        if (r < 0) {
+                s->rep.egress_error = r;
+                pump_kill(s);
+        }
+}
+
 /* Collects stdout and stderr; output over the cap ends the run. Returns -errno on error, else 0. */
 static int pump_read_output(Pump *s) {
         OutputReport *rep = &s->rep;
@@ -253,6 +274,7 @@ static int pump_step(Pump *s) {
                 return errno == EINTR ? 1 : -errno;
 
         pump_events_and_exit(s);
+        pump_start_relay(s);
         pump_write_code(s);
         pump_read_status(s);
         pump_read_ack(s);

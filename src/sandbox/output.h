@@ -28,6 +28,13 @@ typedef struct OutputFds {
         int events_fd;
         bool (*on_events)(int fd, void *userdata);
         void *userdata;
+        /* Optional (on_connection NULL: none): the run's egress listener (src/egress/egress.h). Its first
+         * pending connection calls on_connection once, which starts the relay that accepts from then on,
+         * so that a run that never connects costs no relay process. A negative errno from it ends the run
+         * (OutputReport.egress_error). Not closed by the pump. */
+        int listener_fd;
+        int (*on_connection)(void *userdata);
+        void *connection_userdata;
 } OutputFds;
 
 typedef struct OutputReport {
@@ -38,6 +45,7 @@ typedef struct OutputReport {
         int32_t failed_step;   /* RunStep */
         int32_t failed_error;  /* negative errno */
         bool acked;            /* the enter library installed the final stage */
+        int32_t egress_error;  /* on_connection failed (negative errno) and the run was killed */
         /* CLOCK_MONOTONIC, 0 when it never happened */
         uint64_t child_root_usec, child_sync_usec, child_creds_usec; /* from the child's timing report */
         uint64_t exec_usec;         /* the status pipe closed: the interpreter is executing */

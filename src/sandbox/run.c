@@ -464,19 +464,15 @@ static int write_filter(int fd, const SeccompProgram *prog) {
         return 0;
 }
 
-/* Receives the egress listener the child made inside its namespace and starts the relay on it. A child
- * that died before handing it over (-EPIPE) reports its own failure on the status pipe: let the pump
- * read it. */
-static int start_egress(const Config *cfg, int sock, const char *id, EgressRelay **ret, RunFailure *reterr) {
-        _cleanup_close_ int listener = -EBADF;
+/* Receives the egress listener the child made inside its namespace; the relay starts on it once the run
+ * connects (start_relay()). A child that died before handing it over (-EPIPE) reports its own failure on
+ * the status pipe: let the pump read it. */
+static int receive_egress_listener(int sock, int *ret_listener, RunFailure *reterr) {
         int r;
 
-        r = netns_receive_fd(sock, &listener);
+        r = netns_receive_fd(sock, ret_listener);
         if (r == -EPIPE)
                 return 0;
-        if (r < 0)
-                return fail(reterr, RUN_STEP_EGRESS, r, NULL);
-        r = egress_start(cfg, listener, id, ret);
         if (r < 0)
                 return fail(reterr, RUN_STEP_EGRESS, r, NULL);
         return 0;
@@ -558,7 +554,8 @@ struct PreparedRun {
         uint64_t memory_max;
         UidLease *lease;
         RunCgroup *cg;
-        EgressRelay *relay;
+        int egress_listener; /* with network: the listener its child made, until the relay starts on it */
+        EgressRelay *relay;  /* started by the run's first connection (start_relay()), or NULL */
         char *packages_dir;  /* <runtime_dir>/<language>/packages */
         Generation packages; /* its current generation when the run was made, share-locked until freed */
         pid_t pid;           /* 0 once reaped */
@@ -581,6 +578,7 @@ PreparedRun *prepared_run_free(PreparedRun *p) {
                 (void) waitpid(p->pid, NULL, 0);
         }
         (void) egress_stop(p->relay);
+        (void) safe_close(p->egress_listener);
         (void) safe_close(p->pidfd);
         (void) safe_close(p->code_fd);
         (void) safe_close(p->status_fd);
@@ -674,6 +672,7 @@ static int prepared_run_new(const Config *cfg, const RunRequest *req, PreparedRu
                 .stderr_fd = -EBADF,
                 .oom_fd = -EBADF,
                 .slice_oom_fd = -EBADF,
+                .egress_listener = -EBADF,
                 .cpu_limit_usec = (cfg->cpu_time_usec + 999999) / 1000000 * 1000000,
                 .start = now(CLOCK_MONOTONIC),
         };
@@ -823,7 +822,7 @@ static int spawn(Sandbox *sb, PreparedRun *p, const RunPlan *plan, Pipes *pipes,
 }
 
 /* Step 4: into the scope or cgroup (unless born there), then the child goes on, up to reading its code;
- * with network, the relay on the listener it hands over. */
+ * with network, the listener it hands over, for the relay. */
 static int release(Sandbox *sb, PreparedRun *p, bool born_in_cgroup, const CgroupLimits *limits, int sync_fd,
                    int proxy_parent, RunFailure *reterr) {
         int r;
@@ -840,7 +839,7 @@ static int release(Sandbox *sb, PreparedRun *p, bool born_in_cgroup, const Cgrou
         if (write(sync_fd, "1", 1) != 1)
                 return sync_failed(p->status_fd, -errno, reterr);
         if (p->network) {
-                r = start_egress(sb->cfg, proxy_parent, p->id, &p->relay, reterr);
+                r = receive_egress_listener(proxy_parent, &p->egress_listener, reterr);
                 if (r < 0)
                         return r;
         }
@@ -955,9 +954,28 @@ static int check_prepared_alive(const PreparedRun *p, RunFailure *reterr) {
 }
 
 /* Steps 8–9: code in, output out, deadline; then reaps PID 1 whatever the pump's outcome. */
+typedef struct RelayStart {
+        const Config *cfg;
+        PreparedRun *run;
+} RelayStart;
+
+/* The run's first connection to its listener (OutputFds.on_connection): the relay, which holds its own
+ * copy of the listener from now on. Most code nodes never connect; they cost no relay process, where one
+ * started with every run with network took a fork, an exit and a fifth of the runner's CPU per run. */
+static int start_relay(void *userdata) {
+        RelayStart *s = userdata;
+        PreparedRun *p = s->run;
+        int r;
+
+        r = egress_start(s->cfg, p->egress_listener, p->id, &p->relay);
+        p->egress_listener = safe_close(p->egress_listener);
+        return r;
+}
+
 static int pump_and_reap(const Config *cfg, PreparedRun *p, const char *code, size_t code_len,
                          uint64_t deadline_usec, OomWatch *oom_watch, OutputReport *ret_rep, int *ret_status,
                          struct rusage *ret_ru) {
+        RelayStart relay_start = { .cfg = cfg, .run = p };
         OutputFds ofds = {
                 .pidfd = p->pidfd,
                 .code_fd = TAKE_FD(p->code_fd),
@@ -968,6 +986,9 @@ static int pump_and_reap(const Config *cfg, PreparedRun *p, const char *code, si
                 .events_fd = p->oom_fd,
                 .on_events = p->oom_fd >= 0 ? oom_watch_read : NULL,
                 .userdata = oom_watch,
+                .listener_fd = p->egress_listener,
+                .on_connection = p->egress_listener >= 0 ? start_relay : NULL,
+                .connection_userdata = &relay_start,
         };
         uint64_t n;
         int r;
@@ -984,8 +1005,8 @@ static int pump_and_reap(const Config *cfg, PreparedRun *p, const char *code, si
         return r;
 }
 
-/* A run whose set-up failed, or whose final stage was never confirmed, has no result to trust: fails
- * (and frees the report) then. */
+/* A run whose set-up failed, whose final stage was never confirmed, or whose relay could not start has no
+ * result to trust: fails (and frees the report) then. */
 static int check_code_ran(OutputReport *rep, RunFailure *reterr) {
         int r;
 
@@ -1008,6 +1029,12 @@ static int check_code_ran(OutputReport *rep, RunFailure *reterr) {
                 r = fail(reterr, RUN_STEP_ENTER, -EPROTO, detail);
                 if (reterr)
                         reterr->before_code = true; /* no final stage, no fd 3: the code was never read */
+                return r;
+        }
+        if (rep->egress_error < 0) {
+                /* The relay did not start on the run's first connection: the pump ended the run. */
+                r = fail(reterr, RUN_STEP_EGRESS, rep->egress_error, NULL);
+                output_report_done(rep);
                 return r;
         }
         return 0;

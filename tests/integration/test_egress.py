@@ -1083,11 +1083,40 @@ def relay_processes(ancestor=None):
     return found
 
 
+# A run's first connection to its proxy starts its relay (issue 25, item 3): this one connects, then waits.
+CONNECT_THEN_WAIT = (b'import os, socket, time, urllib.parse\n'
+                     b'p = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])\n'
+                     b's = socket.create_connection((p.hostname, p.port), timeout=20)\n'
+                     b'time.sleep(%d)\nprint("done")\n')
+
+
+def test_a_run_that_never_connects_has_no_relay(internet):
+    """Most code nodes never use the network: their run costs no relay process (a fork, an exit and a
+    fifth of the runner's CPU per run, issue 25). The same run connecting gets one (the test below)."""
+    before = set(relay_processes())
+    proc = subprocess.Popen(command('python3', ('--network', '--timeout', RUN_TIMEOUT)), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=run_env())
+    proc.stdin.write(b'import os, time\nprint(os.environ["HTTP_PROXY"])\ntime.sleep(3)\n')
+    proc.stdin.close()
+    proc.stdin = None
+    seen, polls = [], 0
+    while proc.poll() is None:
+        seen += relay_processes(ancestor=proc.pid)
+        polls += 1
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=60)
+    res = parse_output(out.decode(), err.decode('utf-8', 'replace'), proc.returncode)
+    assert res['stdout'] == 'http://127.0.0.1:3128\n', res.show()  # a run with network, its proxy set
+    assert polls >= 10, f'the run ended before the test could look ({polls} looks)' + res.show()
+    assert seen == [], f'relays {seen} ran for a run that never connected' + res.show()
+    assert set(relay_processes()) - before == set(), 'a relay outlived its run' + res.show()
+
+
 def test_relay_lives_as_long_as_the_run(internet):
     before = set(relay_processes())
     proc = subprocess.Popen(command('python3', ('--network', '--timeout', RUN_TIMEOUT)), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=run_env())
-    proc.stdin.write(b'import time\ntime.sleep(3)\nprint("done")\n')
+    proc.stdin.write(CONNECT_THEN_WAIT % 3)
     proc.stdin.close()
     proc.stdin = None
     seen = []
@@ -1106,7 +1135,7 @@ def test_relay_lives_as_long_as_the_run(internet):
 def test_relay_dies_with_a_killed_worker(internet):
     proc = subprocess.Popen(command('python3', ('--network', '--timeout', RUN_TIMEOUT)), stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=run_env())
-    proc.stdin.write(b'import time\ntime.sleep(20)\n')
+    proc.stdin.write(CONNECT_THEN_WAIT % 20)
     proc.stdin.close()
     relays = []
     deadline = time.monotonic() + 20

@@ -22,3 +22,8 @@ bool cpu_idle_update(CpuIdle *g, uint64_t now_usec, const CpuTimes *reading) {
         g->last_usec = now_usec;
         return !g->busy;
 }
+
+void cpu_idle_run_started(CpuIdle *g) {
+        g->busy = true;
+        g->last_usec = 0; /* the next reading starts a new window */
+}

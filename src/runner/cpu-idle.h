@@ -28,3 +28,9 @@ typedef struct CpuIdle {
 /* Takes a reading made at now_usec; returns the verdict. A reading that went backwards (or none that
  * could be made: pass NULL) makes the verdict busy: the optional work waits, nothing else does. */
 bool cpu_idle_update(CpuIdle *g, uint64_t now_usec, const CpuTimes *reading);
+
+/* A run started now: busy until a whole window that begins after it says otherwise. Without this, the
+ * verdict of a quiet window before a burst (or a window that ends within one, averaging idle time with
+ * busy) let the pool preload in the first pauses of steady load: at one client, each request then paid
+ * for a third of a preload (issue 25, bench/systemd --run-costs at c=1, 2026-12-05 15:21). */
+void cpu_idle_run_started(CpuIdle *g);

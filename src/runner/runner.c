@@ -719,6 +719,7 @@ static int handle_run(Runner *r, Conn *c, const RunnerRequest *req, int code_fd)
         int e;
 
         r->last_run_usec = now(CLOCK_MONOTONIC);
+        cpu_idle_run_started(&r->cpu_idle);
 
         if (!pool_may_handle(&r->pool)) {
                 log_warning("Refusing a run: %u requests (max_requests) are being handled",

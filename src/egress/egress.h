@@ -3,12 +3,12 @@
  * network namespace of its own holding only lo, and on it a TCP listener (127.0.0.1:3128,
  * src/sandbox/netns.h) that its child made and handed to the worker. egress_start() forks one relay
  * process per run, at the run's first connection (src/sandbox/run.c), that serves that listener from the
- * worker's (the host's) network namespace, as nobody (65534) without capabilities: an HTTP proxy that speaks CONNECT and absolute-form plain HTTP
- * (http-head.c), resolves names itself (resolver.c), checks every address it is about to connect to with
- * egress-policy.c (the address checked is the address connected to), answers a denial with 403 and a
- * reason, and chains to proxy.http, proxy.https or proxy.socks5 when the configuration names them
- * (upstream.c, socks5.c). The loop is relay.c. The run reaches it through its proxy variables
- * (src/sandbox/run.c) and, for Node.js, the preloaded src/runtime/nodejs-proxy.js.
+ * worker's (the host's) network namespace, as nobody (65534) without capabilities: an HTTP proxy that speaks
+ * CONNECT and absolute-form plain HTTP (http-head.c), resolves names itself (resolver.c), checks every
+ * address it is about to connect to with egress-policy.c (the address checked is the address connected to),
+ * answers a denial with 403 and a reason, and chains to proxy.http, proxy.https or proxy.socks5 when the
+ * configuration names them (upstream.c, socks5.c). The loop is relay.c. The run reaches it through its proxy
+ * variables (src/sandbox/run.c) and, for Node.js, the preloaded src/runtime/nodejs-proxy.js.
  *
  * The relay process is the only part of the run path that logs: one journal record per denial
  * (MESSAGE_ID=MESSAGE_EGRESS_DENIED_STR, the run ID, host, port, address and reason) for the first five

@@ -17,7 +17,17 @@
 #include "common/time-util.h"
 #include "enter/enter-protocol.h"
 
-enum { SLOT_PID, SLOT_CODE, SLOT_STATUS, SLOT_ACK, SLOT_STDOUT, SLOT_STDERR, SLOT_EVENTS, SLOT_LISTENER, _SLOT_MAX };
+enum {
+        SLOT_PID,
+        SLOT_CODE,
+        SLOT_STATUS,
+        SLOT_ACK,
+        SLOT_STDOUT,
+        SLOT_STDERR,
+        SLOT_EVENTS,
+        SLOT_LISTENER,
+        _SLOT_MAX
+};
 
 /* Once PID 1 has exited every process of the run is gone, so the pipes reach EOF at once; this only
  * bounds the wait should that ever not hold. */
@@ -155,7 +165,7 @@ static void pump_events_and_exit(Pump *s) {
             !s->fds->on_events(p[SLOT_EVENTS].fd, s->fds->userdata))
                 p[SLOT_EVENTS].fd = -1;
         if (p[SLOT_PID].revents) {
-                p[SLOT_EVENTS].fd = -1; /* read once more at the exit, above: that is the last */
+                p[SLOT_EVENTS].fd = -1;   /* read once more at the exit, above: that is the last */
                 p[SLOT_LISTENER].fd = -1; /* no relay for a run that is gone */
                 s->exited = true;
                 s->exit_usec = s->rep.exit_usec = now(CLOCK_MONOTONIC);

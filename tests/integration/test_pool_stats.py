@@ -42,16 +42,21 @@ def read_stats(state_dir):
             for i, lang in enumerate(LANGUAGES)}
 
 
-@pytest.fixture(scope='module')
-def pooled():
+def serve_with_pool(uid_min, uid_max, env):
+    """`difysandbox serve` with a pool as env sizes it, its own UID range and state_dir (for one module)."""
     state = tempfile.mkdtemp(prefix='difysandbox-pool-stats-')
-    s = start_server({'uid_min': UID_MIN, 'uid_max': UID_MAX, 'state_dir': state, 'worker_timeout': 30},
-                     env=POOL_ENV)
+    s = start_server({'uid_min': uid_min, 'uid_max': uid_max, 'state_dir': state, 'worker_timeout': 30},
+                     env=env)
     s.state_dir = state
     yield s
     rc = s.stop()
     s.cleanup()
     assert rc == 0, f'difysandbox serve exited {rc} after SIGTERM'
+
+
+@pytest.fixture(scope='module')
+def pooled():
+    yield from serve_with_pool(UID_MIN, UID_MAX, POOL_ENV)
 
 
 def _preloaded(pid):
@@ -61,11 +66,16 @@ def _preloaded(pid):
         return False
 
 
+def prepared_runs(server, uid_min, uid_max):
+    """PIDs of the pool's prepared runs: the handlers' children with a UID of the server's range."""
+    return [pid for slot in server.handlers() for pid in children_of(slot)
+            if uid_min <= (process_uid(pid) or 0) <= uid_max]
+
+
 def ready_python_run(server):
     """The UID of the pool's one prepared python run once it waits for its code, its preloads imported (a
     light run made while requests came is replaced once they pause; the test waits for that too)."""
-    runs = [pid for slot in server.handlers() for pid in children_of(slot)
-            if UID_MIN <= (process_uid(pid) or 0) <= UID_MAX]
+    runs = prepared_runs(server, UID_MIN, UID_MAX)
     if len(runs) != 1 or not _waits_for_code(runs[0]) or not _preloaded(runs[0]):
         return None
     return process_uid(runs[0])
@@ -138,21 +148,13 @@ PANDAS_NODE = ("import sys, os\n"
 
 @pytest.fixture(scope='module')
 def pooled_two():
-    state = tempfile.mkdtemp(prefix='difysandbox-pool-two-')
-    s = start_server({'uid_min': TWO_UID_MIN, 'uid_max': TWO_UID_MAX, 'state_dir': state,
-                      'worker_timeout': 30}, env=TWO_POOL_ENV)
-    s.state_dir = state
-    yield s
-    rc = s.stop()
-    s.cleanup()
-    assert rc == 0, f'difysandbox serve exited {rc} after SIGTERM'
+    yield from serve_with_pool(TWO_UID_MIN, TWO_UID_MAX, TWO_POOL_ENV)
 
 
 def ready_preloaded_uids(server):
     """The UIDs of the prepared python runs that wait for their code with pandas imported."""
-    runs = [pid for slot in server.handlers() for pid in children_of(slot)
-            if TWO_UID_MIN <= (process_uid(pid) or 0) <= TWO_UID_MAX]
-    return {process_uid(pid) for pid in runs if _waits_for_code(pid) and _preloaded(pid)}
+    return {process_uid(pid) for pid in prepared_runs(server, TWO_UID_MIN, TWO_UID_MAX)
+            if _waits_for_code(pid) and _preloaded(pid)}
 
 
 def test_two_pandas_code_nodes_in_a_row_both_find_pandas_imported(pooled_two):

@@ -18,6 +18,9 @@
 #define REPLY_FLAG_STDOUT_TRUNCATED (UINT32_C(1) << 1)
 #define REPLY_FLAG_STDERR_TRUNCATED (UINT32_C(1) << 2)
 #define REPLY_FLAGS_ALL (REPLY_FLAG_WARM | REPLY_FLAG_STDOUT_TRUNCATED | REPLY_FLAG_STDERR_TRUNCATED)
+#define REQUEST_FLAG_NETWORK (UINT32_C(1) << 0)
+#define REQUEST_FLAG_WANTS_PRELOAD (UINT32_C(1) << 1)
+#define REQUEST_FLAGS_ALL (REQUEST_FLAG_NETWORK | REQUEST_FLAG_WANTS_PRELOAD)
 #define SEALS_REQUIRED (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
 void runner_request_encode(const RunnerRequest *req, RunnerRequestWire *ret) {
@@ -26,7 +29,10 @@ void runner_request_encode(const RunnerRequest *req, RunnerRequestWire *ret) {
                 .version = RUNNER_PROTOCOL_VERSION,
                 .op = (uint16_t) req->op,
                 .language = req->language,
-                .network = req->network ? 1 : 0,
+                .flags = req->op != RUNNER_OP_RUN
+                                 ? 0
+                                 : (req->network ? REQUEST_FLAG_NETWORK : 0) |
+                                           (req->wants_preload ? REQUEST_FLAG_WANTS_PRELOAD : 0),
                 .code_len = req->op == RUNNER_OP_RUN ? req->code_len : 0,
         };
 }
@@ -41,11 +47,11 @@ int runner_request_decode(const void *buf, size_t len, uint64_t code_max, Runner
                 return -EBADMSG;
         if (w.version != RUNNER_PROTOCOL_VERSION)
                 return -EPROTONOSUPPORT;
-        if (w.network > 1)
+        if (w.flags & ~REQUEST_FLAGS_ALL)
                 return -EBADMSG;
         switch (w.op) {
         case RUNNER_OP_CONFIG:
-                if (w.language != 0 || w.network != 0 || w.code_len != 0)
+                if (w.language != 0 || w.flags != 0 || w.code_len != 0)
                         return -EBADMSG;
                 break;
         case RUNNER_OP_RUN:
@@ -60,7 +66,8 @@ int runner_request_decode(const void *buf, size_t len, uint64_t code_max, Runner
         *ret = (RunnerRequest){
                 .op = (RunnerOp) w.op,
                 .language = w.language,
-                .network = w.network == 1,
+                .network = (w.flags & REQUEST_FLAG_NETWORK) != 0,
+                .wants_preload = (w.flags & REQUEST_FLAG_WANTS_PRELOAD) != 0,
                 .code_len = w.code_len,
         };
         return 0;

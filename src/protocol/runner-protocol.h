@@ -27,7 +27,9 @@ typedef struct RunnerRequest {
         RunnerOp op;
         uint32_t language; /* enum Language, checked against _LANGUAGE_MAX by the decoder */
         bool network;
-        uint64_t code_len; /* the payload's size, RUNNER_OP_RUN only */
+        bool wants_preload; /* the code names a pool_preload module (preload-match.h): a hint for which
+                             * prepared run serves it, RUNNER_OP_RUN only */
+        uint64_t code_len;  /* the payload's size, RUNNER_OP_RUN only */
 } RunnerRequest;
 
 typedef enum RunnerStatus {
@@ -71,7 +73,7 @@ typedef struct __attribute__((packed)) RunnerRequestWire {
         uint16_t version;
         uint16_t op;
         uint32_t language;
-        uint32_t network;
+        uint32_t flags; /* RUNNER_REQUEST_FLAG_*: bit 0 was the whole "network" word of the first workers */
         uint64_t code_len;
 } RunnerRequestWire;
 

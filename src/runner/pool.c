@@ -95,7 +95,7 @@ bool pool_may_handle(const Pool *p) {
         return pool_count_handlers(p) < p->limits.handlers_max;
 }
 
-PoolSlot *pool_take_idle(Pool *p, Language language, uint64_t config_generation,
+PoolSlot *pool_take_idle(Pool *p, Language language, bool want_preloaded, uint64_t config_generation,
                          uint64_t packages_generation, pid_t *ret_stale, size_t n_stale,
                          size_t *ret_n_stale) {
         PoolSlot *found = NULL;
@@ -112,10 +112,10 @@ PoolSlot *pool_take_idle(Pool *p, Language language, uint64_t config_generation,
                                 ret_stale[stale++] = s->pid;
                         continue;
                 }
-                /* A preloaded slot first: its imports are paid for, and a light one left idle is what
-                 * runner.c upgrades once the CPUs are idle. So two code nodes in a row that import
-                 * pandas both find it imported while the pool holds two preloaded slots. */
-                if (!found || (found->light && !s->light))
+                /* The wanted kind first: two code nodes in a row that import pandas both find it
+                 * imported while the pool holds two preloaded slots, and `print(1)` between them leaves
+                 * those for them. */
+                if (!found || (found->light == want_preloaded && s->light != want_preloaded))
                         found = s;
         }
         if (found)

@@ -67,10 +67,11 @@ unsigned pool_count_handlers(const Pool *p);
 Language pool_next_to_prepare(const Pool *p);
 /* Whether one more handler may start. */
 bool pool_may_handle(const Pool *p);
-/* An idle slot of language made with config_generation and holding packages_generation, or NULL; a
- * preloaded one before a light one. Idle
- * slots of that language that do not match are returned through ret_stale (up to n_stale), so the
- * caller retires them. */
-PoolSlot *pool_take_idle(Pool *p, Language language, uint64_t config_generation,
+/* An idle slot of language made with config_generation and holding packages_generation, or NULL: of the
+ * kind the code wants first (want_preloaded: one with the preload imports, for code that names a preload
+ * module; else a light one, so that a preloaded run is not spent on code that never uses its imports),
+ * else of the other kind (a prepared run beats one made on demand). Idle slots of that language that do
+ * not match the generations are returned through ret_stale (up to n_stale), so the caller retires them. */
+PoolSlot *pool_take_idle(Pool *p, Language language, bool want_preloaded, uint64_t config_generation,
                          uint64_t packages_generation, pid_t *ret_stale, size_t n_stale,
                          size_t *ret_n_stale);

@@ -50,6 +50,11 @@
  * the preload imports (a third of a second of CPU for pandas) wait for a pause, when light slots are
  * replaced by preloaded ones. The gaps between Dify's code nodes (an LLM call, a user) are far longer. */
 #define REFILL_QUIET_USEC (UINT64_C(100) * 1000)
+/* Preloads are worth their CPU time (a third of a second for pandas) and memory while code uses them: until
+ * a language's first run (an operator who lists modules expects them at once), then for this long after a
+ * run whose code named one (preload-match.h). Without it, every pause made preloaded runs that `print(1)`
+ * then spent, and the pool cost throughput at one client (issue 25). */
+#define PRELOAD_DEMAND_USEC (UINT64_C(3600) * USEC_PER_SEC)
 /* How long a stopping runner waits for a pool slot to kill and reap its prepared run. */
 #define STOP_GRACE_USEC (UINT64_C(5) * USEC_PER_SEC)
 /* Connections one peer process may hold (SO_PEERCRED's PID at connect()). A worker holds one, and two for
@@ -98,9 +103,11 @@ struct Runner {
         Conn *conns, *conns_last; /* oldest first */
         unsigned n_conns, connections_max;
         Episode pressure[_PRESSURE_MAX];
-        uint64_t backoff_usec, prepare_not_before; /* CLOCK_MONOTONIC */
-        uint64_t last_run_usec;                    /* when the last run request came */
-        CpuIdle cpu_idle;                          /* whether preloading may take CPU time now */
+        uint64_t backoff_usec, prepare_not_before;   /* CLOCK_MONOTONIC */
+        uint64_t last_run_usec;                      /* when the last run request came */
+        bool ran[_LANGUAGE_MAX];                     /* a run of the language has come */
+        uint64_t preload_wanted_usec[_LANGUAGE_MAX]; /* the last run whose code named a preload; 0 none */
+        CpuIdle cpu_idle;                            /* whether preloading may take CPU time now */
         sigset_t old_mask;
 };
 
@@ -424,6 +431,16 @@ static bool language_preloads(const Runner *r, Language language) {
         return modules && modules[0];
 }
 
+/* Whether a preloaded run of language is worth making (PRELOAD_DEMAND_USEC). */
+static bool preloads_in_demand(const Runner *r, Language language) {
+        if (!language_preloads(r, language))
+                return false;
+        if (!r->ran[language])
+                return true;
+        return r->preload_wanted_usec[language] != 0 &&
+               now(CLOCK_MONOTONIC) - r->preload_wanted_usec[language] < PRELOAD_DEMAND_USEC;
+}
+
 /* Whether the host's CPUs have been idle for the last second or so (cpu-idle.h): only then may the pool
  * spend CPU time on preload imports, or throw a light slot away to make a preloaded one. */
 static bool cpus_idle(Runner *r) {
@@ -433,9 +450,9 @@ static bool cpus_idle(Runner *r) {
                                cpustat_read(&reading) >= 0 ? &reading : NULL);
 }
 
-/* Once runs pause and the CPUs are idle: one idle light slot of a language that preloads goes, so that a
- * preloaded slot takes its place (the next refill). One at a time, and only when nothing is being prepared.
- * Under steady load no prepared run is thrown away: the light one serves the next request. */
+/* Once runs pause and the CPUs are idle: one idle light slot of a language whose preloads code uses goes, so
+ * that a preloaded slot takes its place (the next refill). One at a time, and only when nothing is being
+ * prepared. Under steady load no prepared run is thrown away: the light one serves the next request. */
 static bool pool_upgrade_one(Runner *r) {
         for (size_t i = 0; i < r->pool.n_slots; i++)
                 if (r->pool.slots[i].state == POOL_SLOT_PREPARING)
@@ -443,7 +460,7 @@ static bool pool_upgrade_one(Runner *r) {
         for (size_t i = 0; i < r->pool.n_slots; i++) {
                 PoolSlot *slot = &r->pool.slots[i];
 
-                if (slot->state == POOL_SLOT_IDLE && slot->light && language_preloads(r, slot->language)) {
+                if (slot->state == POOL_SLOT_IDLE && slot->light && preloads_in_demand(r, slot->language)) {
                         slot_retire(slot);
                         return true;
                 }
@@ -453,7 +470,7 @@ static bool pool_upgrade_one(Runner *r) {
 
 /* Starts the slot the pool wants now, if any (pool.h decides: one at a time, never while the CPUs are
  * busy with runs): light while runs are coming or the CPUs are busy, preloaded once runs pause on idle
- * CPUs. */
+ * CPUs and code uses the preloads. */
 static void pool_refill(Runner *r) {
         Language language = pool_next_to_prepare(&r->pool);
         uint64_t now_usec = now(CLOCK_MONOTONIC), quiet_at = r->last_run_usec + REFILL_QUIET_USEC;
@@ -474,7 +491,7 @@ static void pool_refill(Runner *r) {
                         pool_refill(r);
                 return;
         }
-        slot_start(r, language, /* preload= */ quiet);
+        slot_start(r, language, /* preload= */ quiet && preloads_in_demand(r, language));
 }
 
 /* ---- configuration and generations ---- */
@@ -671,7 +688,7 @@ static int dispatch_to_slot(Runner *r, Conn *c, const RunnerRequest *req, int co
         if (req->network != r->cfg->enable_network)
                 return 0; /* the pool holds the kind Dify asks for: network as configured */
         retire_old_tree_slots(r, (Language) req->language);
-        slot = pool_take_idle(&r->pool, (Language) req->language, r->config_generation,
+        slot = pool_take_idle(&r->pool, (Language) req->language, req->wants_preload, r->config_generation,
                               packages_current(r, (Language) req->language), stale, ELEMENTSOF(stale),
                               &n_stale);
         for (size_t i = 0; i < n_stale; i++)
@@ -720,6 +737,9 @@ static int handle_run(Runner *r, Conn *c, const RunnerRequest *req, int code_fd)
 
         r->last_run_usec = now(CLOCK_MONOTONIC);
         cpu_idle_run_started(&r->cpu_idle);
+        r->ran[req->language] = true;
+        if (req->wants_preload)
+                r->preload_wanted_usec[req->language] = r->last_run_usec;
 
         if (!pool_may_handle(&r->pool)) {
                 log_warning("Refusing a run: %u requests (max_requests) are being handled",

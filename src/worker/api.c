@@ -37,6 +37,7 @@
 #include "manager-client.h"
 #include "runner-client.h"
 #include "runner/admit.h"
+#include "runtime/preload-match.h"
 #include "runtime/runtime.h"
 
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -672,7 +673,11 @@ static int api_handle_run(Api *api, const ApiRequest *req, ApiResponse *resp) {
                 return reply_errorf(resp, 400, -400, "code is longer than code_max (%" PRIu64 " bytes)",
                                     cfg->code_max);
 
-        r = runner_client_run(api->runner, (uint32_t) language, p.network, code, code_len,
+        /* Which prepared run fits: one with the preloads imported for code that imports them, a light one
+         * for the rest (preload-match.h). */
+        bool wants_preload =
+                code_names_module(code, code_len, runtime_pool_preload(runtime_get(language), cfg));
+        r = runner_client_run(api->runner, (uint32_t) language, p.network, wants_preload, code, code_len,
                               run_answer_timeout_usec(cfg), &res, &stage);
         if (r == -ENOMEM)
                 return r;

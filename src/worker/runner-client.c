@@ -166,12 +166,15 @@ static int ask(RunnerClient *c, const RunnerRequest *req, int payload, RunnerCli
         }
 }
 
-int runner_client_run(RunnerClient *c, uint32_t language, bool network, const char *code, size_t code_len,
-                      uint64_t timeout_usec, RunnerResult *ret, RunnerClientStage *reterr_stage) {
+int runner_client_run(RunnerClient *c, uint32_t language, bool network, bool wants_preload, const char *code,
+                      size_t code_len, uint64_t timeout_usec, RunnerResult *ret,
+                      RunnerClientStage *reterr_stage) {
         _cleanup_close_ int payload = -EBADF;
-        RunnerRequest req = {
-                .op = RUNNER_OP_RUN, .language = language, .network = network, .code_len = code_len
-        };
+        RunnerRequest req = { .op = RUNNER_OP_RUN,
+                              .language = language,
+                              .network = network,
+                              .wants_preload = wants_preload,
+                              .code_len = code_len };
         const void *parts[1] = { code };
         uint64_t lens[1] = { code_len };
         int r;

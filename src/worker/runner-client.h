@@ -33,10 +33,12 @@ typedef enum RunnerClientStage {
         RUNNER_CLIENT_ANSWER,  /* the runner ended or broke the connection before answering */
 } RunnerClientStage;
 
-/* Sends the request and waits for its reply, at most timeout_usec. On failure returns a negative errno
- * with *reterr_stage set, and drops the connection. */
-int runner_client_run(RunnerClient *c, uint32_t language, bool network, const char *code, size_t code_len,
-                      uint64_t timeout_usec, RunnerResult *ret, RunnerClientStage *reterr_stage);
+/* Sends the request and waits for its reply, at most timeout_usec. wants_preload: the code names a
+ * pool_preload module (preload-match.h). On failure returns a negative errno with *reterr_stage set, and
+ * drops the connection. */
+int runner_client_run(RunnerClient *c, uint32_t language, bool network, bool wants_preload, const char *code,
+                      size_t code_len, uint64_t timeout_usec, RunnerResult *ret,
+                      RunnerClientStage *reterr_stage);
 
 /* Asks for the configuration in force and loads it into cfg (which the caller has initialized with
  * config_init_defaults()); *ret_generation is the manager's generation it belongs to. On a refused text

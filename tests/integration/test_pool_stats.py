@@ -72,11 +72,11 @@ def prepared_runs(server, uid_min, uid_max):
             if uid_min <= (process_uid(pid) or 0) <= uid_max]
 
 
-def ready_python_run(server):
-    """The UID of the pool's one prepared python run once it waits for its code, its preloads imported (a
-    light run made while requests came is replaced once they pause; the test waits for that too)."""
+def ready_python_run(server, preloaded=False):
+    """The UID of the pool's one prepared python run once it waits for its code (and, with preloaded, has
+    its preloads imported: the first fill's kind)."""
     runs = prepared_runs(server, UID_MIN, UID_MAX)
-    if len(runs) != 1 or not _waits_for_code(runs[0]) or not _preloaded(runs[0]):
+    if len(runs) != 1 or not _waits_for_code(runs[0]) or (preloaded and not _preloaded(runs[0])):
         return None
     return process_uid(runs[0])
 
@@ -94,7 +94,7 @@ def test_runs_count_as_pool_hits_and_misses(pooled):
     assert read_stats(pooled.state_dir) == {lang: {'ok': 0, 'hits': 0, 'misses': 0} for lang in LANGUAGES}
 
     # A ready pool serves the run: its UID is the prepared run's, and it counts as a hit.
-    uid = wait_until(lambda: ready_python_run(pooled), timeout=60)
+    uid = wait_until(lambda: ready_python_run(pooled, preloaded=True), timeout=60)
     assert uid, 'the pool never held a prepared python run'
     time.sleep(0.5)  # the slot's "ready" message reaches the runner just after the run blocks in read()
     data = run(pooled, 'import os\nprint(os.getuid())')
@@ -171,3 +171,55 @@ def test_two_pandas_code_nodes_in_a_row_both_find_pandas_imported(pooled_two):
     assert set(served) == uids, ('not the two preloaded runs', served, uids)
     stats = read_stats(pooled_two.state_dir)
     assert stats['python3'] == {'ok': 2, 'hits': 2, 'misses': 0}, stats
+
+
+# Code that names no preload module (preload-match.h) takes a light prepared run before a preloaded one,
+# and such code alone makes the pool preload nothing: under steady `print(1)` load the pool replaced light
+# runs with preloaded ones in every pause, which the next `print(1)` then spent (issue 25: prewarm cost
+# throughput at one client). Code that imports a preload makes the pool preload again.
+MIX_UID_MIN, MIX_UID_MAX = 24240, 24255
+UID_CODE = 'import os\nprint(os.getuid())'
+IDLE_SECONDS = 6  # several of the runner's CPU-idle windows (1 s) after the 100 ms pause
+
+
+@pytest.fixture(scope='module')
+def pooled_mix():
+    yield from serve_with_pool(MIX_UID_MIN, MIX_UID_MAX, TWO_POOL_ENV)
+
+
+def ready_runs(server):
+    """{uid: preloaded} of the prepared python runs that wait for their code."""
+    return {process_uid(pid): _preloaded(pid) for pid in prepared_runs(server, MIX_UID_MIN, MIX_UID_MAX)
+            if _waits_for_code(pid)}
+
+
+def test_other_code_takes_a_light_run_and_makes_the_pool_preload_nothing(pooled_mix):
+    # The first fill, before any run: both preloaded.
+    first = wait_until(lambda: (lambda r: r if len(r) == 2 and all(r.values()) else None)(ready_runs(pooled_mix)),
+                       timeout=120)
+    assert first, ('the pool never held two preloaded python runs', ready_runs(pooled_mix))
+    time.sleep(0.5)  # the slots' "ready" messages reach the runner just after the runs block in read()
+
+    # No light run yet: a preloaded one serves (a prepared run beats one made on demand).
+    assert int(run(pooled_mix, UID_CODE)['stdout']) in first
+    # Its replacement is light, and stays light through idle seconds: nothing asked for pandas.
+    after = wait_until(lambda: (lambda r: r if len(r) == 2 else None)(ready_runs(pooled_mix)), timeout=60)
+    assert after, ('the pool did not refill', ready_runs(pooled_mix))
+    time.sleep(IDLE_SECONDS)
+    now = ready_runs(pooled_mix)
+    assert sorted(now.values()) == [False, True], ('the pool preloaded for code that never imports', now)
+    light = next(uid for uid, pre in now.items() if not pre)
+    preloaded = next(uid for uid, pre in now.items() if pre)
+    time.sleep(0.5)
+
+    # The light run serves the next such code; the preloaded one is left for code that imports pandas.
+    assert int(run(pooled_mix, UID_CODE)['stdout']) == light
+    had, uid, total = run(pooled_mix, PANDAS_NODE)['stdout'].split()
+    assert (had, int(uid), total) == ('True', preloaded, '3'), ('not the preloaded run', had, uid, preloaded)
+
+    # Code that imported pandas: once the CPUs are idle, the pool preloads again.
+    again = wait_until(lambda: (lambda r: r if len(r) == 2 and all(r.values()) else None)(ready_runs(pooled_mix)),
+                       timeout=120)
+    assert again, ('the pool did not preload after code that imports pandas', ready_runs(pooled_mix))
+    stats = read_stats(pooled_mix.state_dir)
+    assert stats['python3'] == {'ok': 3, 'hits': 3, 'misses': 0}, stats

@@ -206,7 +206,10 @@ def test_pooled_python_exits_as_a_script_does(pooled):
 
 def test_after_a_burst_the_pool_returns_to_preloaded_runs(pooled):
     """Requests back to back get light runs (runner.c: no preload imports while runs are coming); once they
-    pause, the pool holds preloaded runs again, and the next code node that imports pandas finds it."""
+    pause, the pool holds preloaded runs again, and the next code node that imports pandas finds it. The
+    first run imports pandas: the pool preloads only while code uses the preloads (runner.c)."""
+    body = run(pooled, 'import pandas\nprint("uses pandas")')
+    assert body['data']['stdout'] == 'uses pandas\n', body
     with requests.Session() as session:
         for i in range(8):
             body = run(pooled, f'print({i})', session=session)
@@ -328,8 +331,9 @@ def _cpu_seconds(pid):
 
 def test_an_idle_runner_takes_no_cpu(pooled):
     """Once runs pause and its pool is ready, the runner waits: a timer that fires at once, again and again
-    (a deadline in the past re-armed), would burn a CPU and starve the pool's own idle-time work."""
-    run(pooled, 'print(1)')
+    (a deadline in the past re-armed), would burn a CPU and starve the pool's own idle-time work. The run
+    imports pandas, so that the pool preloads again (runner.c: only for code that uses the preloads)."""
+    run(pooled, 'import pandas\nprint(1)')
     assert wait_until(lambda: pool_ready(pooled), timeout=60), 'the pool did not return to preloaded runs'
     runner = pooled.runner()
     before = _cpu_seconds(runner)

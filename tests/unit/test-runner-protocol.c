@@ -41,7 +41,27 @@ static void test_request_round_trip(void **state) {
         assert_int_equal(req.op, RUNNER_OP_RUN);
         assert_int_equal(req.language, LANGUAGE_NODEJS);
         assert_true(req.network);
+        assert_false(req.wants_preload);
         assert_int_equal(req.code_len, 42);
+}
+
+/* The preload hint travels beside the network flag, each on its own. */
+static void test_request_flags_round_trip(void **state) {
+        for (int network = 0; network <= 1; network++)
+                for (int wants = 0; wants <= 1; wants++) {
+                        RunnerRequest in = { .op = RUNNER_OP_RUN,
+                                             .language = LANGUAGE_PYTHON3,
+                                             .network = network,
+                                             .wants_preload = wants,
+                                             .code_len = 1 },
+                                      out;
+                        RunnerRequestWire w;
+
+                        runner_request_encode(&in, &w);
+                        assert_int_equal(runner_request_decode(&w, sizeof(w), CODE_MAX, &out), 0);
+                        assert_int_equal(out.network, network);
+                        assert_int_equal(out.wants_preload, wants);
+                }
 }
 
 static void test_request_truncated_or_long_is_refused(void **state) {
@@ -73,7 +93,7 @@ static void test_request_wrong_version_magic_kind(void **state) {
         w.language = _LANGUAGE_MAX;
         assert_int_equal(runner_request_decode(&w, sizeof(w), CODE_MAX, &req), -EBADMSG);
         w = run_request(1);
-        w.network = 2;
+        w.flags = UINT32_C(1) << 2; /* no such flag */
         assert_int_equal(runner_request_decode(&w, sizeof(w), CODE_MAX, &req), -EBADMSG);
 }
 
@@ -234,6 +254,7 @@ static void test_recv_out_of_fds_is_one_lost_message(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_request_round_trip),
+                cmocka_unit_test(test_request_flags_round_trip),
                 cmocka_unit_test(test_request_truncated_or_long_is_refused),
                 cmocka_unit_test(test_request_wrong_version_magic_kind),
                 cmocka_unit_test(test_request_oversized_code_is_refused),

@@ -705,6 +705,22 @@ def test_metadata_address_with_a_real_listener(internet, metadata):
 
 # --------------------------------------------------------------------------------------------- Node.js
 
+def test_the_shim_loads_no_fetch_implementation_until_fetch_is_called():
+    """Touching Response (or Headers, Request) at start loads Node's fetch implementation (undici): about
+    75 ms of CPU in every node run with network, most of what such a run cost over one without (issue 25).
+    The shim leaves those globals alone until fetch() is called; a fetch() that fails still works."""
+    data = result_json(run_network(textwrap.dedent('''
+        const loaded = () => process.moduleLoadList.some((m) => m.includes('undici'));
+        const out = { atStart: loaded(), proxied: !!process.env.HTTP_PROXY };
+        fetch('http://169.254.169.254/').then((r) => r.status, (e) => String(e)).then((status) => {
+          out.status = status;
+          out.afterFetch = loaded();
+          console.log(JSON.stringify(out));
+        });
+    '''), language='nodejs'))
+    assert data == {'atStart': False, 'proxied': True, 'status': 403, 'afterFetch': True}, data
+
+
 def test_node_fetch_and_http_get_through_the_shim(internet):
     before = internet.count()
     data = result_json(run_network(textwrap.dedent(f'''

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from serve_helpers import Server, start_server
-from test_privsep import POOL_ENV, pool_full, pool_ready, prepared_runs, run, wait_until
+from test_privsep import POOL_ENV, pool_full, pool_waiting, prepared_runs, run, wait_until
 
 IDLE_S = 6
 # A random start lands in a window of W seconds with probability W / 2^24 (6e-8 per second of window).
@@ -37,8 +37,9 @@ def pooled():
 
 def warm_run(server, code, language):
     """Runs code on the prepared run of language the pool holds; returns its output, parsed as JSON. The
-    run prints its UID: the prepared run's is the proof that it was the warm one."""
-    runs = wait_until(lambda: pool_ready(server), timeout=90)
+    run prints its UID: the prepared run's is the proof that it was the warm one. Light or preloaded: the
+    pool preloads only while code uses the preloads, and these runs' code does not."""
+    runs = wait_until(lambda: pool_waiting(server), timeout=90)
     assert runs, f'the pool never held its prepared runs: {prepared_runs(server)}'
     ready_at = time.monotonic()
     time.sleep(IDLE_S)

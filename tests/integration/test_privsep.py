@@ -77,11 +77,20 @@ def _is_python(pid):
         return False
 
 
-def pool_ready(server):
-    """The pool is full, every run waits for its code, and the python ones have imported pandas (a light
-    run, prepared while requests kept coming, has not, and is replaced once they pause)."""
+def pool_waiting(server):
+    """The pool is full and every run waits for its code, light or preloaded."""
     runs = pool_full(server)
     if not runs or not all(_waits_for_code(pid) for pid in runs):
+        return None
+    return runs
+
+
+def pool_ready(server):
+    """The pool is full, every run waits for its code, and the python ones have imported pandas (a light
+    run, prepared while requests kept coming, has not, and is replaced once they pause, while code uses
+    the preloads: runner.c)."""
+    runs = pool_waiting(server)
+    if not runs:
         return None
     python = []
     for pid in runs:

@@ -73,7 +73,8 @@ typedef struct __attribute__((packed)) RunnerRequestWire {
         uint16_t version;
         uint16_t op;
         uint32_t language;
-        uint32_t flags; /* RUNNER_REQUEST_FLAG_*: bit 0 was the whole "network" word of the first workers */
+        uint32_t flags; /* bit 0 network, bit 1 wants_preload (runner-protocol.c); bit 0 alone is the
+                         * whole "network" word the first workers sent */
         uint64_t code_len;
 } RunnerRequestWire;
 

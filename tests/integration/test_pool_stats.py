@@ -151,15 +151,20 @@ def pooled_two():
     yield from serve_with_pool(TWO_UID_MIN, TWO_UID_MAX, TWO_POOL_ENV)
 
 
-def ready_preloaded_uids(server):
-    """The UIDs of the prepared python runs that wait for their code with pandas imported."""
-    return {process_uid(pid) for pid in prepared_runs(server, TWO_UID_MIN, TWO_UID_MAX)
-            if _waits_for_code(pid) and _preloaded(pid)}
+def ready_runs(server, uid_min, uid_max):
+    """{uid: preloaded} of the prepared python runs that wait for their code."""
+    return {process_uid(pid): _preloaded(pid) for pid in prepared_runs(server, uid_min, uid_max)
+            if _waits_for_code(pid)}
+
+
+def two_preloaded(server, uid_min, uid_max):
+    """The UIDs of the two prepared python runs once both wait for their code with pandas imported."""
+    uids = {uid for uid, preloaded in ready_runs(server, uid_min, uid_max).items() if preloaded}
+    return uids if len(uids) == 2 else None
 
 
 def test_two_pandas_code_nodes_in_a_row_both_find_pandas_imported(pooled_two):
-    uids = wait_until(lambda: (lambda u: u if len(u) == 2 else None)(ready_preloaded_uids(pooled_two)),
-                      timeout=120)
+    uids = wait_until(lambda: two_preloaded(pooled_two, TWO_UID_MIN, TWO_UID_MAX), timeout=120)
     assert uids, 'the pool never held two preloaded python runs'
     time.sleep(0.5)  # the slots' "ready" messages reach the runner just after the runs block in read()
 
@@ -187,26 +192,20 @@ def pooled_mix():
     yield from serve_with_pool(MIX_UID_MIN, MIX_UID_MAX, TWO_POOL_ENV)
 
 
-def ready_runs(server):
-    """{uid: preloaded} of the prepared python runs that wait for their code."""
-    return {process_uid(pid): _preloaded(pid) for pid in prepared_runs(server, MIX_UID_MIN, MIX_UID_MAX)
-            if _waits_for_code(pid)}
-
-
 def test_other_code_takes_a_light_run_and_makes_the_pool_preload_nothing(pooled_mix):
     # The first fill, before any run: both preloaded.
-    first = wait_until(lambda: (lambda r: r if len(r) == 2 and all(r.values()) else None)(ready_runs(pooled_mix)),
-                       timeout=120)
-    assert first, ('the pool never held two preloaded python runs', ready_runs(pooled_mix))
+    ready = lambda: ready_runs(pooled_mix, MIX_UID_MIN, MIX_UID_MAX)
+    first = wait_until(lambda: two_preloaded(pooled_mix, MIX_UID_MIN, MIX_UID_MAX), timeout=120)
+    assert first, ('the pool never held two preloaded python runs', ready())
     time.sleep(0.5)  # the slots' "ready" messages reach the runner just after the runs block in read()
 
     # No light run yet: a preloaded one serves (a prepared run beats one made on demand).
     assert int(run(pooled_mix, UID_CODE)['stdout']) in first
     # Its replacement is light, and stays light through idle seconds: nothing asked for pandas.
-    after = wait_until(lambda: (lambda r: r if len(r) == 2 else None)(ready_runs(pooled_mix)), timeout=60)
-    assert after, ('the pool did not refill', ready_runs(pooled_mix))
+    after = wait_until(lambda: (lambda r: r if len(r) == 2 else None)(ready()), timeout=60)
+    assert after, ('the pool did not refill', ready())
     time.sleep(IDLE_SECONDS)
-    now = ready_runs(pooled_mix)
+    now = ready()
     assert sorted(now.values()) == [False, True], ('the pool preloaded for code that never imports', now)
     light = next(uid for uid, pre in now.items() if not pre)
     preloaded = next(uid for uid, pre in now.items() if pre)
@@ -218,8 +217,7 @@ def test_other_code_takes_a_light_run_and_makes_the_pool_preload_nothing(pooled_
     assert (had, int(uid), total) == ('True', preloaded, '3'), ('not the preloaded run', had, uid, preloaded)
 
     # Code that imported pandas: once the CPUs are idle, the pool preloads again.
-    again = wait_until(lambda: (lambda r: r if len(r) == 2 and all(r.values()) else None)(ready_runs(pooled_mix)),
-                       timeout=120)
-    assert again, ('the pool did not preload after code that imports pandas', ready_runs(pooled_mix))
+    again = wait_until(lambda: two_preloaded(pooled_mix, MIX_UID_MIN, MIX_UID_MAX), timeout=120)
+    assert again, ('the pool did not preload after code that imports pandas', ready())
     stats = read_stats(pooled_mix.state_dir)
     assert stats['python3'] == {'ok': 3, 'hits': 3, 'misses': 0}, stats

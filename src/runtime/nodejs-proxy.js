@@ -10,6 +10,11 @@
 // NO_PROXY (or no_proxy) names hosts reached directly: "host", ".domain" or "domain" (the name and every
 // name below it), "*" for all. A client that passes its own `agent` or `dispatcher` is left alone. Without
 // HTTP_PROXY and HTTPS_PROXY this file changes nothing. No dependencies: Node's own modules only.
+//
+// Loading http, https (with tls) and zlib costs about 13 ms of CPU, a fifth of a bare node's start, and
+// most runs never use them: each is patched when it is first loaded, through require() (Module._load) or
+// process.getBuiltinModule(). An import() of http or https reaches neither; the run's bootstrap
+// (src/runtime/nodejs.c) requires both before code that mentions import runs.
 'use strict';
 
 (() => {
@@ -20,11 +25,8 @@
     return;
   }
 
-  const http = require('http');
-  const https = require('https');
-  const net = require('net');
-  const tls = require('tls');
-  const zlib = require('zlib');
+  const Module = require('module');
+  const net = require('net'); // the bootstrap loads it anyway, for the stdout and stderr streams
 
   const HEAD_MAX = 16384;
   const REDIRECTS_MAX = 20;
@@ -66,30 +68,35 @@
   }
 
   // http: the request goes to the proxy with its absolute URL ("GET http://host:port/path HTTP/1.1").
-  class ProxyHttpAgent extends http.Agent {
-    constructor(proxy) {
-      super({ keepAlive: false });
-      this.proxy = proxy;
+  function proxyHttp(http) {
+    class ProxyHttpAgent extends http.Agent {
+      constructor(proxy) {
+        super({ keepAlive: false });
+        this.proxy = proxy;
+      }
+
+      addRequest(req, options) {
+        const host = options.host || options.hostname || 'localhost';
+        const port = Number(options.port) || 80;
+        if (bypass(host) || /^[a-z]+:\/\//i.test(req.path)) {
+          // A client that already speaks to a proxy (absolute path) is left as it is.
+          return super.addRequest(req, options);
+        }
+        const hostPart = authority(host, port).replace(/:80$/, '');
+        req.path = `http://${hostPart}${req.path}`;
+        if (req._header) {
+          // The head is already rendered (an Expect header, or headers given as an array): fix its first line.
+          req._header = req._header.replace(/^(\S+) \S+ /, (_, method) => `${method} ${req.path} `);
+        } else if (this.proxy.auth && !req.getHeader('proxy-authorization')) {
+          req.setHeader('Proxy-Authorization', this.proxy.auth);
+        }
+        return super.addRequest(req, { ...options, host: this.proxy.host, hostname: this.proxy.host,
+                                       port: this.proxy.port, path: null });
+      }
     }
 
-    addRequest(req, options) {
-      const host = options.host || options.hostname || 'localhost';
-      const port = Number(options.port) || 80;
-      if (bypass(host) || /^[a-z]+:\/\//i.test(req.path)) {
-        // A client that already speaks to a proxy (absolute path) is left as it is.
-        return super.addRequest(req, options);
-      }
-      const hostPart = authority(host, port).replace(/:80$/, '');
-      req.path = `http://${hostPart}${req.path}`;
-      if (req._header) {
-        // The head is already rendered (an Expect header, or headers given as an array): fix its first line.
-        req._header = req._header.replace(/^(\S+) \S+ /, (_, method) => `${method} ${req.path} `);
-      } else if (this.proxy.auth && !req.getHeader('proxy-authorization')) {
-        req.setHeader('Proxy-Authorization', this.proxy.auth);
-      }
-      return super.addRequest(req, { ...options, host: this.proxy.host, hostname: this.proxy.host,
-                                     port: this.proxy.port, path: null });
-    }
+    agents['http:'] = new ProxyHttpAgent(proxies['http:']);
+    http.globalAgent = agents['http:'];
   }
 
   // Reads the proxy's answer to CONNECT: calls done(null, statusLine) on 2xx, else done(error) with the
@@ -160,44 +167,80 @@
   }
 
   // https: a CONNECT tunnel through the proxy, then TLS over it, verified against the destination.
-  class ProxyHttpsAgent extends https.Agent {
-    constructor(proxy) {
-      super({ keepAlive: false });
-      this.proxy = proxy;
+  function proxyHttps(https) {
+    const tls = require('tls');
+    class ProxyHttpsAgent extends https.Agent {
+      constructor(proxy) {
+        super({ keepAlive: false });
+        this.proxy = proxy;
+      }
+
+      createConnection(options, callback) {
+        const host = options.host || options.hostname || 'localhost';
+        const port = Number(options.port) || 443;
+        if (bypass(host)) {
+          return super.createConnection(options, callback);
+        }
+        const target = authority(host, port);
+        const socket = net.connect({ host: this.proxy.host, port: this.proxy.port });
+        readConnectAnswer(socket, target, (err) => {
+          if (err) {
+            callback(err);
+            return;
+          }
+          const { host: _h, port: _p, path: _q, ...rest } = options;
+          const servername = options.servername || (net.isIP(host) ? undefined : host);
+          callback(null, tls.connect({ ...rest, socket, servername, host }));
+        });
+        const auth = this.proxy.auth ? `Proxy-Authorization: ${this.proxy.auth}\r\n` : '';
+        socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${auth}\r\n`);
+        return undefined; // the callback gets the socket once the tunnel is up
+      }
     }
 
-    createConnection(options, callback) {
-      const host = options.host || options.hostname || 'localhost';
-      const port = Number(options.port) || 443;
-      if (bypass(host)) {
-        return super.createConnection(options, callback);
-      }
-      const target = authority(host, port);
-      const socket = net.connect({ host: this.proxy.host, port: this.proxy.port });
-      readConnectAnswer(socket, target, (err) => {
-        if (err) {
-          callback(err);
-          return;
-        }
-        const { host: _h, port: _p, path: _q, ...rest } = options;
-        const servername = options.servername || (net.isIP(host) ? undefined : host);
-        callback(null, tls.connect({ ...rest, socket, servername, host }));
-      });
-      const auth = this.proxy.auth ? `Proxy-Authorization: ${this.proxy.auth}\r\n` : '';
-      socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${auth}\r\n`);
-      return undefined; // the callback gets the socket once the tunnel is up
-    }
+    agents['https:'] = new ProxyHttpsAgent(proxies['https:']);
+    https.globalAgent = agents['https:'];
   }
 
   const proxies = { 'http:': parseProxy(httpProxy), 'https:': parseProxy(httpsProxy) };
   const agents = {};
+  const patches = new Map();
   if (proxies['http:']) {
-    agents['http:'] = new ProxyHttpAgent(proxies['http:']);
-    http.globalAgent = agents['http:'];
+    patches.set('http', proxyHttp);
   }
   if (proxies['https:']) {
-    agents['https:'] = new ProxyHttpsAgent(proxies['https:']);
-    https.globalAgent = agents['https:'];
+    patches.set('https', proxyHttps);
+  }
+
+  // Patches a module the first time it is handed out; deleted first, so that a patch's own require()
+  // does not patch again.
+  function patched(request, exports) {
+    const name = typeof request === 'string' && request.startsWith('node:') ? request.slice(5) : request;
+    const patch = patches.get(name);
+    if (patch) {
+      patches.delete(name);
+      patch(exports);
+    }
+    return exports;
+  }
+  const load = Module._load;
+  Module._load = function _load(request, ...rest) {
+    return patched(request, load.call(this, request, ...rest));
+  };
+  if (typeof process.getBuiltinModule === 'function') {
+    const getBuiltinModule = process.getBuiltinModule;
+    process.getBuiltinModule = function getBuiltinModule_(id) {
+      return patched(id, getBuiltinModule.call(this, id));
+    };
+  }
+
+  // The proxying agent for a URL's protocol, loading (so patching) its module first; null without one.
+  function agentFor(protocol) {
+    if (!proxies[protocol]) {
+      return null;
+    }
+    require(protocol === 'https:' ? 'https' : 'http');
+    return agents[protocol];
   }
 
   // Reading fetch is free; reading Response (or Headers, Request) loads Node's fetch implementation, about
@@ -212,6 +255,7 @@
   const REDIRECT = new Set([301, 302, 303, 307, 308]);
 
   function decode(buffer, encoding) {
+    const zlib = require('zlib');
     switch ((encoding || '').trim().toLowerCase()) {
       case 'gzip':
       case 'x-gzip':
@@ -228,8 +272,9 @@
   // One request, whole body buffered: { status, statusText, headers: [[name, value]...], body }.
   function send(url, method, headers, body, signal) {
     return new Promise((resolve, reject) => {
-      const mod = url.protocol === 'https:' ? https : http;
-      const req = mod.request(url, { method, headers, agent: agents[url.protocol] }, (res) => {
+      const agent = agentFor(url.protocol);
+      const mod = require(url.protocol === 'https:' ? 'https' : 'http');
+      const req = mod.request(url, { method, headers, agent }, (res) => {
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
         res.on('error', reject);
@@ -258,7 +303,7 @@
   async function proxiedFetch(input, init = {}) {
     const request = input instanceof Request ? input : null;
     let url = new URL(request ? request.url : input instanceof URL ? input.href : String(input));
-    if (!agents[url.protocol] || bypass(url.hostname)) {
+    if (!proxies[url.protocol] || bypass(url.hostname)) {
       return originalFetch(input, init);
     }
 
@@ -300,7 +345,7 @@
           headers.delete('content-type');
           headers.delete('content-length');
         }
-        if (!agents[url.protocol] || bypass(url.hostname)) {
+        if (!proxies[url.protocol] || bypass(url.hostname)) {
           return originalFetch(url, { method, headers, body, signal, redirect });
         }
         continue;

@@ -26,7 +26,10 @@
  * its arrival: Node's own count from the interpreter's start, which for a prepared run of the warm pool
  * would tell how long it waited, that is when another tenant was last served (docs/security.md). The
  * global performance is loaded only when the code asks for it (perf_hooks: 6 ms), and patched then. Its
- * names live in a function's scope, which the code's eval() does not see. */
+ * names live in a function's scope, which the code's eval() does not see.
+ *
+ * With network, the proxy shim patches http and https when require() first loads them; an import() of
+ * them would bypass that, so code that mentions import gets both loaded (and patched) before it runs. */
 #define NODEJS_BOOTSTRAP                                                                                 \
         "module.paths.push('" RUNTIME_PACKAGES_MOUNT "/node_modules');"                                  \
         "for(const m of (process.env." RUNTIME_PRELOAD_VARIABLE                                          \
@@ -47,6 +50,7 @@
         "Object.defineProperty(globalThis,'performance',v(p));return p},"                                \
         "set(x){Object.defineProperty(globalThis,'performance',v(x))}});"                                \
         "else if(d)f(d.value);"                                                                          \
+        "if(process.env.HTTP_PROXY&&/\\bimport\\b/.test(c))require('http'),require('https');"            \
         "return c})())"
 
 static const char *const nodejs_argv_tail[] = {

@@ -212,26 +212,37 @@
     patches.set('https', proxyHttps);
   }
 
+  const load = Module._load;
+  const getBuiltinModule = process.getBuiltinModule;
+
   // Patches a module the first time it is handed out; deleted first, so that a patch's own require()
-  // does not patch again.
+  // does not patch again. With nothing left to patch, the hooks step aside (unless replaced since).
   function patched(request, exports) {
     const name = typeof request === 'string' && request.startsWith('node:') ? request.slice(5) : request;
     const patch = patches.get(name);
     if (patch) {
       patches.delete(name);
       patch(exports);
+      if (patches.size === 0) {
+        if (Module._load === hookedLoad) {
+          Module._load = load;
+        }
+        if (process.getBuiltinModule === hookedGetBuiltinModule) {
+          process.getBuiltinModule = getBuiltinModule;
+        }
+      }
     }
     return exports;
   }
-  const load = Module._load;
-  Module._load = function _load(request, ...rest) {
+  function hookedLoad(request, ...rest) {
     return patched(request, load.call(this, request, ...rest));
-  };
-  if (typeof process.getBuiltinModule === 'function') {
-    const getBuiltinModule = process.getBuiltinModule;
-    process.getBuiltinModule = function getBuiltinModule_(id) {
-      return patched(id, getBuiltinModule.call(this, id));
-    };
+  }
+  function hookedGetBuiltinModule(id) {
+    return patched(id, getBuiltinModule.call(this, id));
+  }
+  Module._load = hookedLoad;
+  if (typeof getBuiltinModule === 'function') {
+    process.getBuiltinModule = hookedGetBuiltinModule;
   }
 
   // The proxying agent for a URL's protocol, loading (so patching) its module first; null without one.

@@ -745,11 +745,15 @@ def test_the_shim_loads_http_and_https_when_the_code_first_asks_for_them():
     loaded = "const loaded = () => ['http', 'https', 'tls', 'zlib'].filter((m) => process.moduleLoadList.includes(`NativeModule ${m}`));\n"
     data = result_json(run_network(NODE_DENIED_GETS + loaded + textwrap.dedent('''
         const atStart = loaded();
+        // Once both are patched the hook steps aside: a failed require()'s stack no longer passes the shim.
+        const shimInStack = () => { try { require('no-such-module'); } catch (e) { return e.stack.includes('nodejs-proxy'); } };
+        const hookedBefore = shimInStack();
         denied(require('node:http'), require('https')).then((answers) => {
-          console.log(JSON.stringify({ atStart, answers, after: loaded() }));
+          console.log(JSON.stringify({ atStart, answers, after: loaded(), hookedBefore, hookedAfter: shimInStack() }));
         });
     '''), language='nodejs'))
     assert data['atStart'] == [] and data['after'][:3] == ['http', 'https', 'tls'], data
+    assert data['hookedBefore'] is True and data['hookedAfter'] is False, data
     assert_denied_by_the_proxy(data['answers'])
 
     # process.getBuiltinModule() (Node.js 20.16 and later) hands out the same modules without require().

@@ -1,7 +1,6 @@
 // difysandbox: Node.js's way out of a run with network. The run's network namespace holds only lo and the
 // egress proxy (src/egress/relay.c) at the address of HTTP_PROXY / HTTPS_PROXY. Node itself ignores
-// those variables, so this file, preloaded with `node --require <this file>`, makes the usual clients use
-// them:
+// those variables, so this file makes the usual clients use them:
 //   - http.request/get:  through http.globalAgent, which sends the request in absolute form to the proxy;
 //   - https.request/get: through https.globalAgent, which opens a CONNECT tunnel and runs TLS over it;
 //   - fetch():           a small implementation over the two above (method, headers, body as string,
@@ -11,21 +10,25 @@
 // name below it), "*" for all. A client that passes its own `agent` or `dispatcher` is left alone. Without
 // HTTP_PROXY and HTTPS_PROXY this file changes nothing. No dependencies: Node's own modules only.
 //
-// Loading http, https (with tls) and zlib costs about 13 ms of CPU, a fifth of a bare node's start, and
-// most runs never use them: each is patched when it is first loaded, through require() (Module._load) or
-// process.getBuiltinModule(). An import() of http or https reaches neither; the run's bootstrap
-// (src/runtime/nodejs.c) requires both before code that mentions import runs.
+// The run's bootstrap (NODEJS_PROXY_HOOK in src/runtime/nodejs.c) loads this file only when the code first
+// reaches http, https or fetch: loading it at every start cost 1-1.5 ms of a 24 ms node run, and most code
+// never uses the network. It calls the function exported here once, with Node's own fetch, and gets
+//   - patch(request, exports): patches http or https the first time it is handed out (by require(),
+//     process.getBuiltinModule(), or import() after the bootstrap's require) and returns how many modules
+//     are left to patch, so that the bootstrap's hooks step aside at 0;
+//   - fetch: what the global fetch() calls.
+// Loading http, https (with tls) and zlib costs about 13 ms of CPU, a fifth of a bare node's start: each
+// is loaded when the code first asks for it, not here.
 'use strict';
 
-(() => {
+module.exports = (originalFetch) => {
   const env = process.env;
   const httpProxy = env.HTTP_PROXY || env.http_proxy || '';
   const httpsProxy = env.HTTPS_PROXY || env.https_proxy || '';
   if (!httpProxy && !httpsProxy) {
-    return;
+    return { patch: () => 0, fetch: originalFetch };
   }
 
-  const Module = require('module');
   const net = require('net'); // the bootstrap loads it anyway, for the stdout and stderr streams
 
   const HEAD_MAX = 16384;
@@ -212,37 +215,16 @@
     patches.set('https', proxyHttps);
   }
 
-  const load = Module._load;
-  const getBuiltinModule = process.getBuiltinModule;
-
   // Patches a module the first time it is handed out; deleted first, so that a patch's own require()
-  // does not patch again. With nothing left to patch, the hooks step aside (unless replaced since).
-  function patched(request, exports) {
+  // does not patch again. Returns how many are left to patch.
+  function patch(request, exports) {
     const name = typeof request === 'string' && request.startsWith('node:') ? request.slice(5) : request;
-    const patch = patches.get(name);
-    if (patch) {
+    const patchOf = patches.get(name);
+    if (patchOf) {
       patches.delete(name);
-      patch(exports);
-      if (patches.size === 0) {
-        if (Module._load === hookedLoad) {
-          Module._load = load;
-        }
-        if (process.getBuiltinModule === hookedGetBuiltinModule) {
-          process.getBuiltinModule = getBuiltinModule;
-        }
-      }
+      patchOf(exports);
     }
-    return exports;
-  }
-  function hookedLoad(request, ...rest) {
-    return patched(request, load.call(this, request, ...rest));
-  }
-  function hookedGetBuiltinModule(id) {
-    return patched(id, getBuiltinModule.call(this, id));
-  }
-  Module._load = hookedLoad;
-  if (typeof getBuiltinModule === 'function') {
-    process.getBuiltinModule = hookedGetBuiltinModule;
+    return patches.size;
   }
 
   // The proxying agent for a URL's protocol, loading (so patching) its module first; null without one.
@@ -257,9 +239,8 @@
   // Reading fetch is free; reading Response (or Headers, Request) loads Node's fetch implementation, about
   // 75 ms of CPU at every start: the globals are touched only when fetch() is called. Node has them all
   // whenever it has fetch (--no-experimental-fetch removes them together).
-  const originalFetch = globalThis.fetch;
   if (typeof originalFetch !== 'function') {
-    return;
+    return { patch, fetch: originalFetch };
   }
 
   const NULL_BODY = new Set([101, 204, 205, 304]);
@@ -379,5 +360,5 @@
     }
   }
 
-  globalThis.fetch = proxiedFetch;
-})();
+  return { patch, fetch: proxiedFetch };
+};

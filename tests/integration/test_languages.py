@@ -491,6 +491,40 @@ def test_node_process_exit(run):
     assert res['stdout'] == 'bye\n', res.show()
 
 
+# Notes every process.reallyExit(), the way out that skips Node's teardown of its environment and heap.
+NODE_REALLY_EXIT_SPY = ('const spied = process.reallyExit;\n'
+                        'process.reallyExit = function (c) {\n'
+                        '  require("fs").writeSync(1, `reallyExit ${c}\\n`);\n'
+                        '  return spied.call(process, c);\n'
+                        '};\n')
+
+
+def test_node_exit_keeps_its_order_and_code_without_the_teardown(run):
+    """A run that ends naturally leaves through process.reallyExit() (src/runtime/nodejs.c, the fast exit),
+    after every 'exit' listener, also one added late, with what they print. Anything else keeps Node's own
+    way out: an exit code a listener set, an uncaught exception (whose stack trace comes after the
+    listeners), an 'exit' the code emits itself."""
+    res = run(NODE_REALLY_EXIT_SPY
+              + 'process.on("exit", c => console.log("exit 1", c));\n'
+              + 'setTimeout(() => { console.log("timer"); process.on("exit", c => console.log("exit 2", c)); }, 20);\n'
+              + 'console.log("code");\n', 'nodejs')
+    assert ok(res).splitlines() == ['code', 'timer', 'exit 1 0', 'exit 2 0', 'reallyExit 0'], res.show()
+
+    res = run(NODE_REALLY_EXIT_SPY + 'process.on("exit", () => { process.exitCode = 3; });\nconsole.log("code");\n',
+              'nodejs')
+    contract(res)
+    assert res['exit_code'] == 3 and res['stdout'] == 'code\n', res.show()
+
+    res = run(NODE_REALLY_EXIT_SPY + 'process.on("exit", () => console.log("exit"));\nthrow new Error("late");\n',
+              'nodejs')
+    contract(res)
+    assert res['exit_code'] == 1 and res['stdout'] == 'exit\n', res.show()
+    assert 'Error: late' in res['stderr'], res.show()
+
+    res = run(NODE_REALLY_EXIT_SPY + 'process.emit("exit", 0);\nconsole.log("still here");\n', 'nodejs')
+    assert ok(res).splitlines() == ['still here', 'reallyExit 0'], res.show()
+
+
 def test_node_stderr_is_not_an_error(run):
     res = run('console.error("warn"); console.log("fine");', 'nodejs')
     assert ok(res) == 'fine\n', res.show()

@@ -12,18 +12,18 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 
 #define CONNECTIONS_DIR "connections"
+#define SLOTS_FILE "slots"
 #define EVICT_FIFOS 8U
 
 struct ConnSlot {
         int dir_fd;
-        int fd;        /* our slot file, LOCK_EX; -EBADF when all were taken */
+        int fd;        /* SLOTS_FILE, holding our slot's lock; -EBADF when all were taken */
         unsigned slot; /* its number, or the PID's when there is none: it picks our FIFO */
         unsigned live;
         bool pressure;
@@ -55,57 +55,69 @@ int connslot_dir_prepare(const char *state_dir, uid_t uid, gid_t gid) {
         return 0;
 }
 
-static int slot_open(int dir_fd, unsigned i, bool create) {
-        char name[16];
-        int fd;
-
-        (void) snprintf(name, sizeof(name), "%u", i);
-        fd = openat(dir_fd, name, (create ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW, 0600);
-        return fd < 0 ? -errno : fd;
+/* A lock on byte i of SLOTS_FILE, the slot's whole state. An open file description's own (OFD) lock,
+ * not a process's: it goes with the worker's last fd, whatever else the process opens or closes. */
+static struct flock slot_range(unsigned from, unsigned to) {
+        return (struct flock){
+                .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = from, .l_len = to - from
+        };
 }
 
-/* 1 when slot i is held by a live worker, 0 when it is free, -ENOENT when it was never made (nor any
- * slot above it). */
-static int slot_held(int dir_fd, unsigned i) {
-        _cleanup_close_ int fd = slot_open(dir_fd, i, /* create= */ false);
+/* Counts the slots in [from, to) that another worker holds: one F_OFD_GETLK per held slot and one per
+ * gap, where opening a file per slot took three system calls for every slot ever made (issue 25: a burst
+ * of connections used to tax every later one). The kernel names any one conflicting lock in the range,
+ * not the lowest, so both sides of it are looked at. */
+static int slots_held(int fd, unsigned from, unsigned to, unsigned *count) {
+        while (from < to) {
+                struct flock fl = slot_range(from, to);
+                unsigned lo, hi;
+                int r;
 
-        if (fd < 0)
-                return fd;
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-                return errno == EWOULDBLOCK ? 1 : -errno;
-        return 0; /* closing fd frees it again */
+                if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
+                        return -errno;
+                if (fl.l_type == F_UNLCK)
+                        return 0;
+                lo = fl.l_start > (off_t) from ? (unsigned) fl.l_start : from;
+                hi = fl.l_len == 0 || fl.l_start + fl.l_len > (off_t) to
+                             ? to
+                             : (unsigned) (fl.l_start + fl.l_len);
+                if (lo >= hi) /* not inside what was asked: cannot happen, but must not loop */
+                        return -EIO;
+                *count += hi - lo;
+                r = slots_held(fd, from, lo, count);
+                if (r < 0)
+                        return r;
+                from = hi;
+        }
+        return 0;
 }
 
 /* Takes the lowest free slot below max and counts the held ones. */
 static int slots_scan(ConnSlot *s, unsigned max) {
+        _cleanup_close_ int fd = -EBADF;
         unsigned i = 0;
-        int r;
 
-        for (; i < max && s->fd < 0; i++) {
-                _cleanup_close_ int fd = slot_open(s->dir_fd, i, /* create= */ true);
+        fd = openat(s->dir_fd, SLOTS_FILE, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        for (; i < max; i++) {
+                struct flock fl = slot_range(i, i + 1);
 
-                if (fd < 0)
-                        return fd;
-                s->live++; /* ours, or a live one's */
-                if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+                if (fcntl(fd, F_OFD_SETLK, &fl) == 0) {
                         s->slot = i;
                         s->fd = TAKE_FD(fd);
-                } else if (errno != EWOULDBLOCK)
-                        return -errno;
-        }
-        if (s->fd < 0) {
-                s->live++; /* this connection, beyond every slot */
-                s->slot = (unsigned) getpid();
-        }
-        for (; i < max; i++) {
-                r = slot_held(s->dir_fd, i);
-                if (r == -ENOENT)
                         break;
-                if (r < 0)
-                        return r;
-                s->live += (unsigned) r;
+                }
+                if (errno != EAGAIN && errno != EACCES)
+                        return -errno;
+                s->live++; /* a live one's */
         }
-        return 0;
+        s->live++; /* this connection's, whether it got a slot or not */
+        if (s->fd < 0) {
+                s->slot = (unsigned) getpid();
+                return 0;
+        }
+        return slots_held(s->fd, i + 1, max, &s->live);
 }
 
 static void fifo_name(unsigned slot, char *buf, size_t size) {

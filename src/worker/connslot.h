@@ -4,13 +4,14 @@
  * nobody else touches it. It lets a new connection ask an idle, unauthenticated one to make room
  * (docs/security.md, "Unauthenticated keep-alive").
  *
- *   0 .. <max_connections-1>  a connection is live while its worker holds one (LOCK_EX, for its life);
- *                             a worker takes the lowest free one, so the files that exist are a prefix
+ *   slots                     byte i is slot i: a connection is live while its worker holds a write
+ *                             lock on one byte (an OFD lock, for its life); a worker takes the lowest
+ *                             free one. (Files named 0, 1, ... are an older release's, one per slot.)
  *   evict-0 .. evict-7        FIFOs: a worker that is idle and unauthenticated reads the one of its slot;
  *                             a new connection under pressure writes a byte per connection it wants
  *                             gone to those that have a reader; the worker that reads one closes
  *
- * The state is flock()ed files and FIFOs, so a worker killed at any instant (SIGKILL included) leaks
+ * The state is locks and FIFOs, so a worker killed at any instant (SIGKILL included) leaks
  * nothing: the kernel drops its lock with its fd, and a FIFO's unread bytes with its last reader. The
  * directory belongs to the worker user (tmpfiles.d under systemd, serve makes it otherwise); every
  * worker is that user, so one taken over by a client could at worst disturb this count, never more. */
@@ -26,7 +27,7 @@ int connslot_dir_prepare(const char *state_dir, uid_t uid, gid_t gid);
 /* Takes a slot for this connection, counting the live ones on the way. Under pressure (at least three
  * quarters of max_connections live, this one included) it asks as many idle unauthenticated connections
  * to close as bring the count back below that mark. Call before the worker's system call filter, which
- * allows neither LOCK_EX nor O_CREAT. Returns 0 with *ret set (holding no slot when all max_connections
+ * allows neither fcntl() nor O_CREAT. Returns 0 with *ret set (holding no slot when all max_connections
  * are taken), or a negative errno when the directory is unusable. */
 int connslot_take(const char *state_dir, unsigned max_connections, ConnSlot **ret);
 ConnSlot *connslot_release(ConnSlot *slot); /* NULL-safe, returns NULL */

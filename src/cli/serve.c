@@ -292,6 +292,7 @@ typedef struct ServeFds {
         const sigset_t *mask; /* the signal mask to restore */
         uid_t worker_uid;
         gid_t worker_gid;
+        const WorkerFilter *worker_filter; /* compiled once; each worker loads it with its own PID */
 } ServeFds;
 
 /* The worker's identity, as difysandbox@.service gives it under systemd: worker_user, no supplementary
@@ -347,7 +348,8 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
                 log_warning_errno(r,
                                   "Cannot count the live connections, so idle unauthenticated ones cannot "
                                   "be asked to make room: %m");
-        r = worker_filter_apply(); /* as difysandbox-worker does, before the first byte of the client's */
+        r = worker_filter_load(
+                fds->worker_filter); /* as difysandbox-worker, before the client's first byte */
         if (r < 0) {
                 log_error_errno(r, "Cannot load the worker's system call filter: %m");
                 _exit(EXIT_FAILURE);
@@ -565,6 +567,22 @@ static void connections_dir_prepare(const Config *cfg, const ServeFds *fds) {
                                   cfg->state_dir);
 }
 
+/* What every worker gets from serve: its user, its system call filter compiled once, the directory where
+ * it counts the live connections. */
+static int workers_prepare(const Config *cfg, ServeFds *fds, WorkerFilter **ret_filter) {
+        int r;
+
+        r = worker_user_resolve(cfg, fds);
+        if (r < 0)
+                return r;
+        r = worker_filter_compile(ret_filter);
+        if (r < 0)
+                return log_error_errno(r, "Cannot compile the workers' system call filter: %m");
+        fds->worker_filter = *ret_filter;
+        connections_dir_prepare(cfg, fds);
+        return 0;
+}
+
 /* The line the tests and operators read to know serve is up, and with what. */
 static void log_serving(const Config *cfg, const char *bound) {
         log_info("Serving on %s: max_workers=%" PRIu32 " max_requests=%" PRIu32 " worker_timeout=%" PRIu64
@@ -613,6 +631,7 @@ int serve_main(Config *cfg, const char *listen_addr) {
         _cleanup_close_ int listen_fd = -EBADF, signal_fd = -EBADF, handoff_fd = -EBADF;
         _cleanup_(workers_done) Workers workers = { 0 };
         _cleanup_(instance_freep) Instance *instance = NULL;
+        _cleanup_(worker_filter_freep) WorkerFilter *worker_filter = NULL;
         char bound[INET6_ADDRSTRLEN + 8];
         sigset_t old_mask;
         ServeFds fds = { .mask = &old_mask };
@@ -624,10 +643,9 @@ int serve_main(Config *cfg, const char *listen_addr) {
         /* A run that dies early closes its code pipe: that must be EPIPE in the worker, not its end. */
         (void) signal(SIGPIPE, SIG_IGN);
 
-        r = worker_user_resolve(cfg, &fds);
+        r = workers_prepare(cfg, &fds, &worker_filter);
         if (r < 0)
                 return r;
-        connections_dir_prepare(cfg, &fds);
         r = instance_claim(cfg, &instance);
         if (r < 0)
                 return r;

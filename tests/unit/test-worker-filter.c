@@ -193,6 +193,11 @@ static int probe_tty_ioctl(void) {
         return result(ioctl(STDIN_FILENO, TCGETS, &t));
 }
 
+/* NULL: the child compiles the filter and loads it, as difysandbox-worker does. Otherwise the child loads
+ * this, compiled once by the parent, as a worker of `difysandbox serve` does: its PID is the child's only
+ * once worker_filter_load() patched it in. */
+static const WorkerFilter *compiled_by_parent;
+
 /* Forks, loads the filter in the child, runs probe there; returns its outcome (0 or an errno). */
 static int filtered(Probe probe) {
         int p[2], status, outcome = -1;
@@ -202,7 +207,7 @@ static int filtered(Probe probe) {
         pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
-                int r = worker_filter_apply();
+                int r = compiled_by_parent ? worker_filter_load(compiled_by_parent) : worker_filter_apply();
                 int o = r < 0 ? 1000 - r : probe();
                 _exit(write(p[1], &o, sizeof(o)) == (ssize_t) sizeof(o) ? 0 : 1);
         }
@@ -214,7 +219,7 @@ static int filtered(Probe probe) {
         return outcome;
 }
 
-static void test_what_a_worker_does_still_works(void **state) {
+static void what_a_worker_does_still_works(void) {
         assert_int_equal(filtered(probe_write), 0);
         assert_int_equal(filtered(probe_unix_socket), 0);
         assert_int_equal(filtered(probe_anonymous_memory), 0);
@@ -225,7 +230,7 @@ static void test_what_a_worker_does_still_works(void **state) {
         assert_int_equal(filtered(probe_signal_self), 0);
 }
 
-static void test_what_the_filter_is_for_fails_with_eperm(void **state) {
+static void what_the_filter_is_for_fails_with_eperm(void) {
         const struct {
                 const char *name;
                 Probe probe;
@@ -253,9 +258,33 @@ static void test_what_the_filter_is_for_fails_with_eperm(void **state) {
         for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
                 int outcome = filtered(denied[i].probe);
                 if (outcome != EPERM)
-                        fail_msg("%s: got %s, not EPERM", denied[i].name,
+                        fail_msg("%s%s: got %s, not EPERM", denied[i].name,
+                                 compiled_by_parent ? " (compiled by the parent)" : "",
                                  outcome ? strerror(outcome) : "success");
         }
+}
+
+/* Each both ways: compiled by the worker itself, and compiled once by a parent (serve) for every child. */
+static void test_what_a_worker_does_still_works(void **state) {
+        _cleanup_(worker_filter_freep) WorkerFilter *f = NULL;
+
+        compiled_by_parent = NULL;
+        what_a_worker_does_still_works();
+        assert_int_equal(worker_filter_compile(&f), 0);
+        compiled_by_parent = f;
+        what_a_worker_does_still_works(); /* kill(itself) among them: its own PID was patched in */
+        compiled_by_parent = NULL;
+}
+
+static void test_what_the_filter_is_for_fails_with_eperm(void **state) {
+        _cleanup_(worker_filter_freep) WorkerFilter *f = NULL;
+
+        compiled_by_parent = NULL;
+        what_the_filter_is_for_fails_with_eperm();
+        assert_int_equal(worker_filter_compile(&f), 0);
+        compiled_by_parent = f;
+        what_the_filter_is_for_fails_with_eperm(); /* kill(parent) among them: not the compiler's PID */
+        compiled_by_parent = NULL;
 }
 
 /* Workers share one UID: a dumpable one's /proc/PID/mem and environ belong to that UID, so another

@@ -55,8 +55,9 @@ typedef enum RunStep {
         RUN_STEP_CLOCKS,   /* time namespace: boot and monotonic clocks count from the run's start */
         RUN_STEP_ROOTFS,   /* private read-only root, /tmp, /dev, pivot_root */
         RUN_STEP_HOSTNAME, /* UTS namespace name */
-        RUN_STEP_NETWORK,  /* with network: lo up, the egress proxy's listener handed to the parent; and
-                            * the parent's refusal of a run with network when enable_network is off */
+        RUN_STEP_NETWORK,  /* the network namespace made from the template (netns-template.h); with
+                            * network: lo up, the egress proxy's listener handed to the parent; and the
+                            * parent's refusal of a run with network when enable_network is off */
         RUN_STEP_CGROUPNS, /* cgroup namespace rooted at the run's cgroup */
         RUN_STEP_FDS,      /* stdio and the enter library's fds in place, nothing else inherited */
         RUN_STEP_RLIMITS,  /* CPU time, open files, tasks, file size, core dumps */

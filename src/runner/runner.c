@@ -553,6 +553,15 @@ static int runner_apply(Runner *r, Config *cfg) {
                 run_failure_done(&failure);
                 return e;
         }
+        /* Not a failure: each run still gets a namespace of its own, only a dearer one to tear down. */
+        e = sandbox_open_netns_template(sb);
+        if (e == -ENOENT)
+                log_info("This kernel gives network namespaces no TCP hash table of their own (Linux 6.1+): "
+                         "tearing down each run's walks the host's");
+        else if (e < 0)
+                log_warning_errno(e,
+                                  "Cannot make the namespace the runs' network namespaces are made from, so "
+                                  "tearing down each run's walks the host's TCP hash table: %m");
         e = admit_open(cfg, &admit);
         if (e < 0)
                 return log_error_errno(e, "Cannot open the admission state in '%s/admission': %m",

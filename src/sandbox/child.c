@@ -139,6 +139,14 @@ void child_run(const RunPlan *plan) {
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 _exit(127);
 
+        /* Its own network namespace, before anything is done in one; the template's fd goes at once. */
+        if (plan->netns_template_fd >= 0) {
+                r = netns_enter_new(plan->netns_template_fd);
+                if (r < 0)
+                        child_failed(plan->status_fd, RUN_STEP_NETWORK, r);
+                (void) close(plan->netns_template_fd);
+        }
+
         status_fd = lift(plan->status_fd);
         sync_fd = lift(plan->sync_fd);
         code_fd = lift(plan->code_fd);

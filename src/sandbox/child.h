@@ -75,7 +75,9 @@ typedef struct RunPlan {
         int ack_fd;    /* write: becomes ENTER_FD_ACK */
         int ready_fd;  /* write: becomes ENTER_FD_READY, which the bootstrap closes */
         int stdout_fd, stderr_fd;
-        int proxy_sock; /* with network: where the egress listener goes (SCM_RIGHTS); else -EBADF */
+        int proxy_sock;        /* with network: where the egress listener goes (SCM_RIGHTS); else -EBADF */
+        int netns_template_fd; /* the child makes its network namespace from it (netns_enter_new());
+                                * -EBADF: the clone made one */
 } RunPlan;
 
 /* Runs the chain and execs the interpreter; returns only on failure, after reporting it. */

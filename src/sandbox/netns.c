@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -25,6 +26,14 @@ static int loopback_up(void) {
                 return -errno;
         ifr.ifr_flags |= IFF_UP;
         if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+                return -errno;
+        return 0;
+}
+
+int netns_enter_new(int template_fd) {
+        if (setns(template_fd, CLONE_NEWNET) < 0)
+                return -errno;
+        if (unshare(CLONE_NEWNET) < 0)
                 return -errno;
         return 0;
 }

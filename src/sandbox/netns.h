@@ -8,6 +8,11 @@
 #define EGRESS_PROXY_PORT 3128
 #define EGRESS_PROXY_URL "http://127.0.0.1:3128"
 
+/* Makes the calling process's network namespace a new one, created from the namespace of template_fd
+ * (netns-template.h: with a TCP hash table of its own). Returns 0, or a negative errno: the caller must
+ * not go on then (it may be left in the template's namespace). */
+int netns_enter_new(int template_fd);
+
 /* Brings lo up and returns a listening TCP socket on 127.0.0.1:EGRESS_PROXY_PORT, close-on-exec. */
 int netns_open_proxy_listener(int *ret_fd);
 

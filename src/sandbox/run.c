@@ -36,6 +36,7 @@
 #include "egress/egress.h"
 #include "enter/enter-protocol.h"
 #include "instance.h"
+#include "netns-template.h"
 #include "netns.h"
 #include "output.h"
 #include "rootfs.h"
@@ -61,6 +62,7 @@ struct Sandbox {
         bool scope_oom_counter; /* in a scope: a run reads its OOM count (env_switch()) */
         int no_time_namespace;  /* 0, or why runs have no time namespace here (clocks_probe()) */
         cap_t no_caps;
+        int netns_template_fd;  /* runs' network namespaces are made from it, or -EBADF (netns-template.h) */
         RunLanguage *languages; /* sandbox_new()'s table, indexed by RunRequest.language */
         size_t n_languages;
         /* compiled on first use, once per process: [language][network][stage] */
@@ -133,6 +135,7 @@ int sandbox_new(const Config *cfg, const RunLanguage *languages, size_t n_langua
         if (!sb)
                 return fail(reterr, RUN_STEP_INIT, -ENOMEM, NULL);
         sb->cfg = cfg;
+        sb->netns_template_fd = -EBADF;
         sb->languages = calloc(n_languages ? n_languages : 1, sizeof(RunLanguage));
         sb->filters = calloc(n_languages ? n_languages : 1, sizeof(*sb->filters));
         if (!sb->languages || !sb->filters)
@@ -180,6 +183,17 @@ int sandbox_time_namespace(const Sandbox *sb) {
         return sb->no_time_namespace;
 }
 
+int sandbox_open_netns_template(Sandbox *sb) {
+        int r;
+
+        if (sb->netns_template_fd >= 0)
+                return 0;
+        r = netns_template_open(&sb->netns_template_fd);
+        if (r < 0)
+                sb->netns_template_fd = -EBADF;
+        return r;
+}
+
 Sandbox *sandbox_free(Sandbox *sb) {
         if (!sb)
                 return NULL;
@@ -191,6 +205,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->languages);
         if (sb->no_caps)
                 (void) cap_free(sb->no_caps);
+        (void) safe_close(sb->netns_template_fd);
         cgroup_layout_free(sb->cgroups);
         scope_manager_free(sb->scopes);
         instance_free(sb->instance);
@@ -781,15 +796,18 @@ static RunPlan plan_make(const Sandbox *sb, const PreparedRun *p, const char *ro
                 .stdout_fd = pipes->fds[PIPE_STDOUT][1],
                 .stderr_fd = pipes->fds[PIPE_STDERR][1],
                 .proxy_sock = proxy_sock,
+                .netns_template_fd = sb->netns_template_fd,
         };
 }
 
 /* Step 3: the child, in fresh namespaces (born in its cgroup when it can be, clone_child()). Every run
- * gets its own network namespace: empty, or with network only the egress proxy. The parent keeps its
- * own ends of the pipes, in p; the child's ends are closed. */
+ * gets its own network namespace: empty, or with network only the egress proxy; made by the child from
+ * the template when there is one (netns-template.h), else by the clone. The parent keeps its own ends of
+ * the pipes, in p; the child's ends are closed. */
 static int spawn(Sandbox *sb, PreparedRun *p, const RunPlan *plan, Pipes *pipes, bool *ret_born_in_cgroup,
                  RunFailure *reterr) {
-        unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET;
+        unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                              (plan->netns_template_fd >= 0 ? 0 : CLONE_NEWNET);
         _cleanup_close_ int cgroup_fd = p->cg && sb->clone_into_cgroup ? cgroup_run_open(p->cg) : -EBADF;
 
         p->t_clone = now(CLOCK_MONOTONIC);

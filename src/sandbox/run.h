@@ -91,6 +91,12 @@ int sandbox_new(const Config *cfg, const RunLanguage *languages, size_t n_langua
  * that kept the probe at sandbox_new() from making one (-EPERM: no CAP_SYS_TIME), and runs then read the
  * host's boot and monotonic clocks. Whoever made the sandbox warns about it, once. */
 int sandbox_time_namespace(const Sandbox *sb);
+
+/* For a process that starts many runs (the runner), before it forks: makes the namespace the runs'
+ * network namespaces are made from (netns-template.h), so that each has a TCP hash table of its own.
+ * Returns 0, or a negative errno (-ENOENT: the kernel has no such tables); runs are then made as before,
+ * each with a namespace of its own still. */
+int sandbox_open_netns_template(Sandbox *sb);
 /* Removes this instance's run cgroups (not scopes: systemd collects those) whose UID nobody holds, without
  * waiting: their holder was killed while its run was still exiting, after the sweep at start had passed
  * (kill the server mid-run, restart it at once). Cheap enough for a periodic tick. */

@@ -269,3 +269,24 @@ def test_journal_has_one_run_record_with_its_fields(container):
     assert 10000 <= int(rec["UID"]) <= 10999
     # Sizes only: the output itself is never logged.
     assert "record me" not in out
+
+
+def test_runs_network_namespaces_have_a_tcp_hash_table_of_their_own(container):
+    """Under the runner's ProtectKernelTunables= too, the runs' namespaces are made from the runner's
+    template (src/sandbox/netns-template.h), so tearing one down does not walk the host's TCP hash table."""
+    if container.sh("test -e /proc/sys/net/ipv4/tcp_child_ehash_entries", check=False).returncode != 0:
+        pytest.skip("the kernel has no per-namespace TCP hash tables (6.1+)")
+    run("print(1)")  # with network, as Dify asks: the runner is up, and its pool refilled
+    deadline = time.time() + 20
+    while pool_uid_processes(container) == 0:
+        assert time.time() < deadline, "no prepared run appeared"
+        time.sleep(0.2)
+    out = container.sh("for p in $(ps -eo pid=,uid= | awk '$2 >= 10000 && $2 <= 10999 {print $1}'); do "
+                       "nsenter --net=/proc/$p/ns/net cat /proc/sys/net/ipv4/tcp_ehash_entries; done").stdout
+    sizes = [int(v) for v in out.split()]
+    assert sizes and all(v == 2048 for v in sizes), \
+        f"prepared runs' TCP hash tables: {sizes} (negative: the host's shared one)\n" + \
+        container.journal("-u", "difysandbox-runner.service", "-n", "30")
+    warned = container.sh("journalctl -u difysandbox-runner.service --no-pager -o cat "
+                          "| grep -c 'network namespaces are made from' || true").stdout.strip()
+    assert warned == "0", container.journal("-u", "difysandbox-runner.service", "-n", "30")

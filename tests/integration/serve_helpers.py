@@ -210,8 +210,13 @@ class Server:
         return children_of(self.proc.pid)
 
     def runner(self):
-        """PID of serve's runner: its one child that runs as root (the workers do not)."""
-        roots = [pid for pid in self.children() if process_uid(pid) == 0]
+        """PID of serve's runner: its one child that runs as root (the workers do not). A worker is root too
+        from its fork until it first runs and drops its privileges, which on a loaded host can take a
+        while: another root child is waited out for a few seconds before it counts."""
+        deadline = time.monotonic() + 5
+        while len(roots := [pid for pid in self.children() if process_uid(pid) == 0]) > 1 and \
+                time.monotonic() < deadline:
+            time.sleep(0.02)
         assert len(roots) == 1, f'expected one runner among serve\'s children, found {roots}'
         return roots[0]
 

@@ -327,3 +327,22 @@ def test_a_connection_burst_leaves_the_socket_serving(guest):
     assert guest.sh("systemctl show -P ActiveState difysandbox.socket").stdout.strip() == "active"
     log = guest.sh(f"journalctl -u difysandbox.socket --since @{since} -o cat --no-pager").stdout
     assert "trigger-limit-hit" not in log, log[-2000:]
+
+
+def test_runs_network_namespaces_have_a_tcp_hash_table_of_their_own(guest):
+    """Debian's own kernel, systemd as PID 1 and the runner's ProtectKernelTunables=: the runs' namespaces
+    are made from the runner's template (src/sandbox/netns-template.h), each with a 2048-bucket TCP hash
+    table of its own (a negative size is the host's shared one), and the host's setting is untouched."""
+    assert guest.run("print(1)")["stdout"] == "1\n"  # the runner is up; its pool refills
+    out = guest.sh(
+        "for i in $(seq 1 150); do ps -eo uid= | awk '$1 >= 10000 && $1 <= 10999' | grep -q . && break; "
+        "sleep 0.2; done; "
+        "for p in $(ps -eo pid=,uid= | awk '$2 >= 10000 && $2 <= 10999 {print $1}'); do "
+        "nsenter --net=/proc/$p/ns/net cat /proc/sys/net/ipv4/tcp_ehash_entries; done; "
+        "echo host $(cat /proc/sys/net/ipv4/tcp_child_ehash_entries)", timeout=120).stdout.split()
+    sizes, host_child = [int(v) for v in out[:-2]], out[-1]
+    journal = guest.sh("journalctl -u difysandbox-runner.service --no-pager -o cat", check=False).stdout
+    assert sizes and all(v == 2048 for v in sizes), (sizes, journal[-3000:])
+    assert host_child == "0", host_child
+    assert "network namespaces are made from" not in journal and "no TCP hash table" not in journal, \
+        journal[-3000:]

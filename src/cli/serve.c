@@ -292,7 +292,7 @@ typedef struct ServeFds {
         const sigset_t *mask; /* the signal mask to restore */
         uid_t worker_uid;
         gid_t worker_gid;
-        const WorkerFilter *worker_filter; /* compiled once; each worker loads it with its own PID */
+        const SeccompProgram *worker_filter; /* compiled once; each worker loads it with its own PID */
 } ServeFds;
 
 /* The worker's identity, as difysandbox@.service gives it under systemd: worker_user, no supplementary
@@ -348,8 +348,8 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
                 log_warning_errno(r,
                                   "Cannot count the live connections, so idle unauthenticated ones cannot "
                                   "be asked to make room: %m");
-        r = worker_filter_load(
-                fds->worker_filter); /* as difysandbox-worker, before the client's first byte */
+        /* As difysandbox-worker does, before the first byte of the client's. */
+        r = worker_filter_load(fds->worker_filter);
         if (r < 0) {
                 log_error_errno(r, "Cannot load the worker's system call filter: %m");
                 _exit(EXIT_FAILURE);
@@ -569,7 +569,7 @@ static void connections_dir_prepare(const Config *cfg, const ServeFds *fds) {
 
 /* What every worker gets from serve: its user, its system call filter compiled once, the directory where
  * it counts the live connections. */
-static int workers_prepare(const Config *cfg, ServeFds *fds, WorkerFilter **ret_filter) {
+static int workers_prepare(const Config *cfg, ServeFds *fds, SeccompProgram **ret_filter) {
         int r;
 
         r = worker_user_resolve(cfg, fds);
@@ -631,7 +631,7 @@ int serve_main(Config *cfg, const char *listen_addr) {
         _cleanup_close_ int listen_fd = -EBADF, signal_fd = -EBADF, handoff_fd = -EBADF;
         _cleanup_(workers_done) Workers workers = { 0 };
         _cleanup_(instance_freep) Instance *instance = NULL;
-        _cleanup_(worker_filter_freep) WorkerFilter *worker_filter = NULL;
+        _cleanup_(seccomp_program_freep) SeccompProgram *worker_filter = NULL;
         char bound[INET6_ADDRSTRLEN + 8];
         sigset_t old_mask;
         ServeFds fds = { .mask = &old_mask };

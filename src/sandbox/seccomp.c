@@ -4,24 +4,17 @@
 
 #include <errno.h>
 #include <linux/netlink.h>
-#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <seccomp.h>
 
 #include "common/cleanup.h"
 #include "seccomp-policy.h"
-
-DEFINE_POINTER_CLEANUP(scmp_filter_ctx, seccomp_release);
-DEFINE_POINTER_CLEANUP(SeccompProgram *, seccomp_program_free);
 
 /* Thread creation as glibc does it: CLONE_VM|CLONE_SIGHAND|CLONE_THREAD set, no namespace flag
  * (reference/syscalls.md §4: validated rule). */
@@ -165,39 +158,6 @@ static bool never_allowed(const char *name) {
         return seccomp_never_allow_reason(name) != NULL;
 }
 
-/* libseccomp 2.5 exports BPF only to an fd; a memfd keeps it in memory. */
-static int export_program(scmp_filter_ctx ctx, SeccompProgram **ret) {
-        _cleanup_(seccomp_program_freep) SeccompProgram *p = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        struct stat st;
-        int r;
-
-        fd = memfd_create("difysandbox-bpf", MFD_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        r = seccomp_export_bpf(ctx, fd);
-        if (r < 0)
-                return r;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
-            st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS)
-                return -E2BIG;
-
-        p = calloc(1, sizeof(*p));
-        if (!p)
-                return -ENOMEM;
-        p->prog.len = (unsigned short) (st.st_size / sizeof(struct sock_filter));
-        p->prog.filter = malloc((size_t) st.st_size);
-        if (!p->prog.filter)
-                return -ENOMEM;
-        if (pread(fd, p->prog.filter, (size_t) st.st_size, 0) != st.st_size)
-                return -EIO;
-
-        *ret = TAKE_PTR(p);
-        return 0;
-}
-
 int seccomp_compile(const SyscallRule *rows, size_t n_rows, bool network, SeccompStage stage,
                     char *const *extra, SeccompProgram **ret) {
         return seccomp_compile_arch(rows, n_rows, network, stage, extra, seccomp_arch_native(), ret);
@@ -259,19 +219,5 @@ int seccomp_compile_arch(const SyscallRule *rows, size_t n_rows, bool network, S
                         return r;
         }
 
-        return export_program(ctx, ret);
-}
-
-SeccompProgram *seccomp_program_free(SeccompProgram *p) {
-        if (p) {
-                free(p->prog.filter);
-                free(p);
-        }
-        return NULL;
-}
-
-int seccomp_install(const SeccompProgram *p) {
-        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->prog) < 0)
-                return -errno;
-        return 0;
+        return seccomp_program_export(ctx, ret);
 }

@@ -1,14 +1,15 @@
 #pragma once
 /* seccomp: compiles the policy tables (seccomp-policy.c and the language rows of src/runtime/) into BPF
- * with libseccomp, and installs a compiled program. Two stages (DESIGN §3.7):
+ * with libseccomp; common/seccomp-program.h holds the program and installs it. Two stages (DESIGN §3.7):
  *   SECCOMP_STAGE_EXEC   loaded by the child right before execve(); allows the interpreter's start-up;
  *   SECCOMP_STAGE_FINAL  loaded by the enter library before user code; no exec, no new filters.
  * Compiling allocates and so happens in the parent; installing is one syscall and safe in the child. */
 
-#include <linux/filter.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/seccomp-program.h"
 
 typedef struct SyscallRule SyscallRule;
 
@@ -17,11 +18,6 @@ typedef enum SeccompStage {
         SECCOMP_STAGE_FINAL,
         _SECCOMP_STAGE_MAX,
 } SeccompStage;
-
-/* A compiled filter: the sock_fprog the kernel takes, owning its instructions. */
-typedef struct SeccompProgram {
-        struct sock_fprog prog;
-} SeccompProgram;
 
 /* rows: the language's rows (n_rows of them, sorted by name), which its caller takes from the language's
  * descriptor: sandbox/ knows no language. extra: NULL-terminated syscall names that the operator allows on
@@ -34,7 +30,3 @@ int seccomp_compile(const SyscallRule *rows, size_t n_rows, bool network, Seccom
  * (arm64 on an x86-64 build host). A program for a foreign arch is for inspection, not for installing. */
 int seccomp_compile_arch(const SyscallRule *rows, size_t n_rows, bool network, SeccompStage stage,
                          char *const *extra, uint32_t arch, SeccompProgram **ret);
-SeccompProgram *seccomp_program_free(SeccompProgram *p);
-
-/* Installs p on the calling thread (no_new_privs must be set). No allocation: safe after clone(). */
-int seccomp_install(const SeccompProgram *p);

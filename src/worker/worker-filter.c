@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,7 +15,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <seccomp.h>
@@ -181,13 +179,6 @@ static int allow_with_arguments(scmp_filter_ctx ctx, scmp_datum_t self) {
                      (const struct scmp_arg_cmp[]){ SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0) });
 }
 
-DEFINE_POINTER_CLEANUP(scmp_filter_ctx, seccomp_release);
-
-struct WorkerFilter {
-        struct sock_filter insns[BPF_MAXINSNS];
-        unsigned short len;
-};
-
 /* Above any PID the kernel hands out (PID_MAX_LIMIT is 2^22), and no constant the rest of the filter
  * compares with (system call numbers, flags, the architecture's AUDIT_ARCH value). */
 #define PID_PLACEHOLDER UINT32_C(0x7ffffff5)
@@ -199,34 +190,12 @@ static bool is_pid_comparison(const struct sock_filter *insn) {
                BPF_SRC(insn->code) == BPF_K && insn->k == PID_PLACEHOLDER;
 }
 
-static int export_program(scmp_filter_ctx ctx, WorkerFilter *f) {
-        _cleanup_close_ int fd = memfd_create("worker-filter", MFD_CLOEXEC);
-        ssize_t n;
-        int r;
-
-        if (fd < 0)
-                return -errno;
-        r = seccomp_export_bpf(ctx, fd);
-        if (r < 0)
-                return r;
-        n = pread(fd, f->insns, sizeof(f->insns), 0);
-        if (n < 0)
-                return -errno;
-        if (n == 0 || (size_t) n % sizeof(struct sock_filter) != 0)
-                return -EBADMSG;
-        f->len = (unsigned short) ((size_t) n / sizeof(struct sock_filter));
-        return 0;
-}
-
-int worker_filter_compile(WorkerFilter **ret) {
+int worker_filter_compile(SeccompProgram **ret) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
-        _cleanup_free_ WorkerFilter *f = NULL;
+        _cleanup_(seccomp_program_freep) SeccompProgram *p = NULL;
         unsigned pid_comparisons = 0;
         int r;
 
-        f = calloc(1, sizeof(*f));
-        if (!f)
-                return -ENOMEM;
         ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
         if (!ctx)
                 return -ENOMEM;
@@ -245,42 +214,35 @@ int worker_filter_compile(WorkerFilter **ret) {
         r = allow_with_arguments(ctx, PID_PLACEHOLDER);
         if (r < 0)
                 return r;
-        r = export_program(ctx, f);
+        r = seccomp_program_export(ctx, &p);
         if (r < 0)
                 return r;
         /* Fail closed: a libseccomp that compiled the rules otherwise would leave a rule unpatched. One
          * comparison at least: libseccomp shares one block between kill and tgkill, whose arguments are
          * compared alike. */
-        for (unsigned short i = 0; i < f->len; i++) {
-                if (is_pid_comparison(&f->insns[i]))
+        for (unsigned short i = 0; i < p->prog.len; i++) {
+                if (is_pid_comparison(&p->prog.filter[i]))
                         pid_comparisons++;
-                else if (f->insns[i].k == PID_PLACEHOLDER)
+                else if (p->prog.filter[i].k == PID_PLACEHOLDER)
                         return -EBADMSG;
         }
         if (pid_comparisons == 0)
                 return -EBADMSG;
-        *ret = TAKE_PTR(f);
+        *ret = TAKE_PTR(p);
         return 0;
 }
 
-WorkerFilter *worker_filter_free(WorkerFilter *f) {
-        free(f);
-        return NULL;
-}
-
-int worker_filter_load(const WorkerFilter *f) {
-        _cleanup_free_ struct sock_filter *insns = NULL;
+int worker_filter_load(const SeccompProgram *p) {
+        const size_t size = p->prog.len * sizeof(struct sock_filter);
+        _cleanup_free_ struct sock_filter *insns = malloc(size);
         const uint32_t self = (uint32_t) getpid();
-        struct sock_fprog prog;
 
-        insns = malloc(f->len * sizeof(struct sock_filter));
         if (!insns)
                 return -ENOMEM;
-        memcpy(insns, f->insns, f->len * sizeof(struct sock_filter));
-        for (unsigned short i = 0; i < f->len; i++)
+        memcpy(insns, p->prog.filter, size);
+        for (unsigned short i = 0; i < p->prog.len; i++)
                 if (is_pid_comparison(&insns[i]))
                         insns[i].k = self;
-        prog = (struct sock_fprog){ .len = f->len, .filter = insns };
 
         /* Non-dumpable: every worker has the same UID, and a dumpable one lets another (taken over by
          * its client) open its /proc/PID/mem and environ and read its clients' code, results and API key.
@@ -292,17 +254,15 @@ int worker_filter_load(const WorkerFilter *f) {
          * may load a filter only so. */
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return -errno;
-        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-                return -errno;
-        return 0;
+        return seccomp_install(&(SeccompProgram){ .prog = { .len = p->prog.len, .filter = insns } });
 }
 
 int worker_filter_apply(void) {
-        _cleanup_(worker_filter_freep) WorkerFilter *f = NULL;
+        _cleanup_(seccomp_program_freep) SeccompProgram *p = NULL;
         int r;
 
-        r = worker_filter_compile(&f);
+        r = worker_filter_compile(&p);
         if (r < 0)
                 return r;
-        return worker_filter_load(f);
+        return worker_filter_load(p);
 }

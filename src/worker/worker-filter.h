@@ -15,24 +15,20 @@
  * chmod (RestrictSUIDSGID=), ptrace, process_vm_readv, pidfd_getfd, prctl, mount, kill of any process but
  * itself. */
 
-#include "common/cleanup.h"
-
-typedef struct WorkerFilter WorkerFilter;
+#include "common/seccomp-program.h"
 
 /* Compiles the filter, once: `difysandbox serve` does it before it forks its first worker, and each
  * worker only loads it (compiling took 0.2 ms of every connection). The rule for signals to itself holds
  * a placeholder for the PID. Returns 0 with *ret set, or a negative errno (also when libseccomp compiled
  * the rules in a way the placeholder cannot be found in: nothing would be patched). */
-int worker_filter_compile(WorkerFilter **ret);
-WorkerFilter *worker_filter_free(WorkerFilter *f); /* NULL-safe, returns NULL */
-DEFINE_POINTER_CLEANUP(WorkerFilter *, worker_filter_free);
+int worker_filter_compile(SeccompProgram **ret);
 
 /* Makes the calling process non-dumpable (no other worker of the same user can read its memory through
- * /proc or ptrace, nor its environment), sets no_new_privs and loads f on it, with the caller's PID as
+ * /proc or ptrace, nor its environment), sets no_new_privs and loads p on it, with the caller's PID as
  * the only one it may signal (it must have no other threads, must not fork, and must not change its
  * credentials or exec afterwards: both would make it dumpable again).
  * Returns 0, or a negative errno: the caller must not serve then. */
-int worker_filter_load(const WorkerFilter *f);
+int worker_filter_load(const SeccompProgram *p);
 
 /* worker_filter_compile() and worker_filter_load(), for a worker that starts alone (difysandbox-worker,
  * one execve() per connection under systemd). */

@@ -60,8 +60,6 @@ typedef struct Programs {
         SeccompProgram *exec[_LANGUAGE_MAX][2];
 } Programs;
 
-DEFINE_POINTER_CLEANUP(SeccompProgram *, seccomp_program_free);
-
 static const char *describe_status(int status, char *buf, size_t size) {
         if (WIFEXITED(status))
                 (void) snprintf(buf, size, "exit %d", WEXITSTATUS(status));
@@ -684,7 +682,8 @@ static void test_final_kills_never_allow(void **state) {
                 for (Language l = 0; l < _LANGUAGE_MAX; l++)
                         for (int net = 0; net < 2; net++)
                                 assert_never_reaches_the_kernel(progs->final[l][net], l, never[i].name, nr,
-                                                                net ? "final stage, network" : "final stage");
+                                                                net ? "final stage, network"
+                                                                    : "final stage");
         }
 }
 

@@ -196,7 +196,7 @@ static int probe_tty_ioctl(void) {
 /* NULL: the child compiles the filter and loads it, as difysandbox-worker does. Otherwise the child loads
  * this, compiled once by the parent, as a worker of `difysandbox serve` does: its PID is the child's only
  * once worker_filter_load() patched it in. */
-static const WorkerFilter *compiled_by_parent;
+static const SeccompProgram *compiled_by_parent;
 
 /* Forks, loads the filter in the child, runs probe there; returns its outcome (0 or an errno). */
 static int filtered(Probe probe) {
@@ -264,27 +264,24 @@ static void what_the_filter_is_for_fails_with_eperm(void) {
         }
 }
 
-/* Each both ways: compiled by the worker itself, and compiled once by a parent (serve) for every child. */
-static void test_what_a_worker_does_still_works(void **state) {
-        _cleanup_(worker_filter_freep) WorkerFilter *f = NULL;
+/* check both ways: compiled by the worker itself, and compiled once by a parent (serve) for every child. */
+static void both_ways(void (*check)(void)) {
+        _cleanup_(seccomp_program_freep) SeccompProgram *p = NULL;
 
         compiled_by_parent = NULL;
-        what_a_worker_does_still_works();
-        assert_int_equal(worker_filter_compile(&f), 0);
-        compiled_by_parent = f;
-        what_a_worker_does_still_works(); /* kill(itself) among them: its own PID was patched in */
+        check();
+        assert_int_equal(worker_filter_compile(&p), 0);
+        compiled_by_parent = p;
+        check();
         compiled_by_parent = NULL;
 }
 
-static void test_what_the_filter_is_for_fails_with_eperm(void **state) {
-        _cleanup_(worker_filter_freep) WorkerFilter *f = NULL;
+static void test_what_a_worker_does_still_works(void **state) {
+        both_ways(what_a_worker_does_still_works); /* kill(itself) among them: its own PID patched in */
+}
 
-        compiled_by_parent = NULL;
-        what_the_filter_is_for_fails_with_eperm();
-        assert_int_equal(worker_filter_compile(&f), 0);
-        compiled_by_parent = f;
-        what_the_filter_is_for_fails_with_eperm(); /* kill(parent) among them: not the compiler's PID */
-        compiled_by_parent = NULL;
+static void test_what_the_filter_is_for_fails_with_eperm(void **state) {
+        both_ways(what_the_filter_is_for_fails_with_eperm); /* kill(parent): not the compiler's PID */
 }
 
 /* Workers share one UID: a dumpable one's /proc/PID/mem and environ belong to that UID, so another

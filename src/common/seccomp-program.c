@@ -1,0 +1,57 @@
+/* seccomp-program: see seccomp-program.h. */
+
+#include "seccomp-program.h"
+
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int seccomp_program_export(scmp_filter_ctx ctx, SeccompProgram **ret) {
+        _cleanup_(seccomp_program_freep) SeccompProgram *p = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int r;
+
+        fd = memfd_create("difysandbox-bpf", MFD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = seccomp_export_bpf(ctx, fd);
+        if (r < 0)
+                return r;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
+            st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS)
+                return -E2BIG;
+
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->prog.len = (unsigned short) (st.st_size / sizeof(struct sock_filter));
+        p->prog.filter = malloc((size_t) st.st_size);
+        if (!p->prog.filter)
+                return -ENOMEM;
+        if (pread(fd, p->prog.filter, (size_t) st.st_size, 0) != st.st_size)
+                return -EIO;
+
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+SeccompProgram *seccomp_program_free(SeccompProgram *p) {
+        if (p) {
+                free(p->prog.filter);
+                free(p);
+        }
+        return NULL;
+}
+
+int seccomp_install(const SeccompProgram *p) {
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->prog) < 0)
+                return -errno;
+        return 0;
+}

@@ -57,7 +57,8 @@ typedef struct {
         ino_t netns;
 } Made;
 
-static Made make_from(int template_fd) {
+/* Runs body(arg) in a forked child (namespaces made there stay there) and returns what it reported. */
+static Made in_child(Made (*body)(int), int arg) {
         Made made = { 0 };
         int p[2], status;
         pid_t pid;
@@ -66,11 +67,7 @@ static Made make_from(int template_fd) {
         pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
-                Made m = { .error = netns_enter_new(template_fd) };
-                if (m.error == 0) {
-                        m.tcp_ehash_entries = read_number(EHASH);
-                        m.netns = netns_inode("/proc/self/ns/net");
-                }
+                Made m = body(arg);
                 _exit(write(p[1], &m, sizeof(m)) == (ssize_t) sizeof(m) ? 0 : 1);
         }
         (void) close(p[1]);
@@ -79,6 +76,21 @@ static Made make_from(int template_fd) {
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         return made;
+}
+
+/* As a run's child does. */
+static Made enter_new(int template_fd) {
+        Made m = { .error = netns_enter_new(template_fd) };
+
+        if (m.error == 0) {
+                m.tcp_ehash_entries = read_number(EHASH);
+                m.netns = netns_inode("/proc/self/ns/net");
+        }
+        return m;
+}
+
+static Made make_from(int template_fd) {
+        return in_child(enter_new, template_fd);
 }
 
 static void test_a_namespace_made_from_the_template_has_a_table_of_its_own(void **state) {
@@ -95,6 +107,7 @@ static void test_a_namespace_made_from_the_template_has_a_table_of_its_own(void 
 
         Made first = make_from(fd), second = make_from(fd);
         assert_int_equal(first.error, 0);
+        assert_int_equal(second.error, 0);
         assert_int_equal(first.tcp_ehash_entries, NETNS_TCP_HASH_ENTRIES);
         assert_int_equal(second.tcp_ehash_entries, NETNS_TCP_HASH_ENTRIES);
         /* each its own: neither the template's, nor the host's, nor the other's */
@@ -118,39 +131,29 @@ static int protect_kernel_tunables(void) {
         return 0;
 }
 
-static void test_the_template_is_made_where_proc_sys_is_read_only(void **state) {
-        int p[2], status;
-        pid_t pid;
-        Made made = { .error = -1 };
+/* The runner's part under ProtectKernelTunables=: the template, then a run's namespace made from it. */
+static Made template_under_read_only_proc_sys(int unused) {
+        Made m = { .error = protect_kernel_tunables() };
+        int fd = -EBADF, w;
 
+        if (m.error == 0) {
+                /* the premise: this process cannot write there */
+                w = open(CHILD_EHASH, O_WRONLY | O_CLOEXEC);
+                m.error = w >= 0 ? -EEXIST : (errno == EROFS ? 0 : -errno);
+                if (w >= 0)
+                        (void) close(w);
+        }
+        if (m.error == 0)
+                m.error = netns_template_open(&fd);
+        if (m.error == 0)
+                m = make_from(fd);
+        return m;
+}
+
+static void test_the_template_is_made_where_proc_sys_is_read_only(void **state) {
         if (!possible())
                 skip();
-        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                Made m = { 0 };
-                int fd = -EBADF, w;
-
-                m.error = protect_kernel_tunables();
-                if (m.error == 0) {
-                        /* the premise: this process cannot write there */
-                        w = open(CHILD_EHASH, O_WRONLY | O_CLOEXEC);
-                        m.error = w >= 0 ? -EEXIST : (errno == EROFS ? 0 : -errno);
-                        if (w >= 0)
-                                (void) close(w);
-                }
-                if (m.error == 0)
-                        m.error = netns_template_open(&fd);
-                if (m.error == 0)
-                        m = make_from(fd);
-                _exit(write(p[1], &m, sizeof(m)) == (ssize_t) sizeof(m) ? 0 : 1);
-        }
-        (void) close(p[1]);
-        assert_int_equal(read(p[0], &made, sizeof(made)), (ssize_t) sizeof(made));
-        (void) close(p[0]);
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        Made made = in_child(template_under_read_only_proc_sys, 0);
         assert_int_equal(made.error, 0);
         assert_int_equal(made.tcp_ehash_entries, NETNS_TCP_HASH_ENTRIES);
 }

@@ -1476,11 +1476,14 @@ def test_a_runs_network_namespace_has_a_tcp_hash_table_of_its_own():
         running = threading.Thread(target=lambda: answer.update(
             r=server.run('import time\ntime.sleep(4)\nprint(1)', enable_network=True)))
         running.start()
-        time.sleep(1.5)  # the run sleeps; the pool's prepared runs wait beside it
-        table = process_table()
-        runner = server.runner()
-        below = [p for p in descendants(table, runner) if p.netns and p.state != 'Z']
-        runs = [p for p in below if p.run]
+        runner, deadline = server.runner(), time.monotonic() + 20
+        while True:  # the run sleeps; the pool's prepared runs wait beside it
+            table = process_table()
+            below = [p for p in descendants(table, runner) if p.netns and p.state != 'Z']
+            runs = [p for p in below if p.run]
+            if len(runs) >= 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert len(runs) >= 2, f'the run and a prepared one were not both seen below the runner: {below}'
         for p in below:
             if p.run:

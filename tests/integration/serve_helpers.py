@@ -190,9 +190,11 @@ class Server:
             return ''
 
     def records(self):
-        """The per-request records so far, as dicts of their fields."""
+        """The per-request records so far, as dicts of their fields. Only whole lines count: a line that
+        crosses a page of the log file reaches it in two copies, and a read in between sees its first part."""
         out = []
-        for line in self.log_text().splitlines():
+        text = self.log_text()
+        for line in text[:text.rfind('\n') + 1].splitlines():
             m = RECORD.match(line)
             if m:
                 out.append(dict(kv.split('=', 1) for kv in m.group(1).split()))

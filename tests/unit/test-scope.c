@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,12 +40,40 @@ typedef struct Fixture {
         pid_t daemon, fake;
 } Fixture;
 
+/* Set once a client subscribed: from then on the fake refuses every unit, so a test whose run succeeds
+ * shows that scope.c did not subscribe (a run's job end reaches its requester without it). */
+static bool fake_subscribed;
+
 static int method_subscribe(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        fake_subscribed = true;
         return sd_bus_reply_method_return(m, "");
 }
 
+/* By the unit's name: "...-refused.scope" is refused as a unit in a masked slice; "...-done.scope" and
+ * "...-failed.scope" get a job whose end, with that result, is announced after another job's. */
 static int method_start_transient_unit(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        return sd_bus_error_set(error, "org.freedesktop.systemd1.UnitMasked", REFUSAL);
+        const char *unit, *result;
+        int r;
+
+        if (fake_subscribed)
+                return sd_bus_error_set(error, "org.difysandbox.Test.Subscribed", "a client subscribed");
+        r = sd_bus_message_read(m, "s", &unit);
+        if (r < 0)
+                return r;
+        if (strstr(unit, "-refused."))
+                return sd_bus_error_set(error, "org.freedesktop.systemd1.UnitMasked", REFUSAL);
+        result = strstr(unit, "-done.") ? "done" : "failed";
+        r = sd_bus_reply_method_return(m, "o", "/org/freedesktop/systemd1/job/7");
+        if (r < 0)
+                return r;
+        r = sd_bus_emit_signal(sd_bus_message_get_bus(m), "/org/freedesktop/systemd1",
+                               "org.freedesktop.systemd1.Manager", "JobRemoved", "uoss", 6U,
+                               "/org/freedesktop/systemd1/job/6", "other.service", "failed");
+        if (r < 0)
+                return r;
+        return sd_bus_emit_signal(sd_bus_message_get_bus(m), "/org/freedesktop/systemd1",
+                                  "org.freedesktop.systemd1.Manager", "JobRemoved", "uoss", 7U,
+                                  "/org/freedesktop/systemd1/job/7", unit, result);
 }
 
 static const sd_bus_vtable fake_vtable[] = {
@@ -145,30 +174,59 @@ static int teardown(void **state) {
         return 0;
 }
 
+static int start(Fixture *f, const char *unit, char **detail) {
+        CgroupLimits limits = { .memory_max = 64ULL << 20, .cpu_quota_percent = 100, .tasks_max = 8 };
+        ScopeManager *m = NULL;
+        int r;
+
+        assert_int_equal(scope_manager_open(&m), 0);
+        r = scope_start(m, unit, "test", "difysandbox-runs.slice", getpid(), &limits, 5ULL * 1000000ULL,
+                        detail);
+        scope_manager_free(m);
+        return r;
+}
+
 /* A refused StartTransientUnit reaches the caller with systemd's own words and the unit's name, not as a
  * bare errno (issue 15: scope.c dropped systemd's error message). */
 static void test_refusal_carries_systemds_message(void **state) {
         Fixture *f = *state;
-        CgroupLimits limits = { .memory_max = 64ULL << 20, .cpu_quota_percent = 100, .tasks_max = 8 };
-        ScopeManager *m = NULL;
         char *detail = NULL;
-        int r;
 
         if (f->daemon <= 0)
                 skip();
-        assert_int_equal(scope_manager_open(&m), 0);
-        r = scope_start(m, "difysandbox-run-test.scope", "test", "difysandbox-runs.slice", getpid(), &limits,
-                        5ULL * 1000000ULL, &detail);
-        assert_true(r < 0);
+        assert_true(start(f, "difysandbox-run-refused.scope", &detail) < 0);
         assert_non_null(detail);
-        assert_string_equal(detail, "difysandbox-run-test.scope: " REFUSAL);
+        assert_string_equal(detail, "difysandbox-run-refused.scope: " REFUSAL);
         free(detail);
-        scope_manager_free(m);
+}
+
+/* The start returns once its own job ended "done" (another job's end before it does not count), and
+ * without subscribing to all of systemd's signals (issue 25: a call to PID 1 per run). */
+static void test_start_waits_for_its_own_job(void **state) {
+        Fixture *f = *state;
+        char *detail = NULL;
+
+        if (f->daemon <= 0)
+                skip();
+        assert_int_equal(start(f, "difysandbox-run-done.scope", &detail), 0);
+        assert_null(detail);
+}
+
+/* A job that ends other than "done" fails the start: the run must not go on outside its limits. */
+static void test_failed_job_fails_the_start(void **state) {
+        Fixture *f = *state;
+        char *detail = NULL;
+
+        if (f->daemon <= 0)
+                skip();
+        assert_int_equal(start(f, "difysandbox-run-failed.scope", &detail), -EIO);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_refusal_carries_systemds_message, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_start_waits_for_its_own_job, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_failed_job_fails_the_start, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

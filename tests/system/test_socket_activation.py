@@ -161,6 +161,21 @@ def test_no_scope_remains_after_runs(container):
     assert len(scopes(container)) <= POOL_MAX, scopes(container)
 
 
+def test_runs_get_their_scopes_when_nobody_subscribes_to_systemds_signals(container):
+    """A run's handler waits for its scope's job to end without subscribing to PID 1's signals: systemd
+    sends JobRemoved to the client that asked for the job whoever else listens. logind is the one
+    subscriber in the container: with it stopped, and the runner restarted so that every prepared run of
+    the pool asks for its scope anew, runs must still get theirs (else each would wait out the job's
+    timeout and fail)."""
+    container.sh("systemctl stop systemd-logind && systemctl restart difysandbox-runner.service")
+    try:
+        assert container.sh("systemctl is-active systemd-logind", check=False).stdout.strip() != "active"
+        for i in range(3):
+            assert run(f"print({i})", timeout=30)["stdout"] == f"{i}\n"
+    finally:
+        container.sh("systemctl start systemd-logind")
+
+
 def test_run_records_name_the_runner_unit_whoever_wrote_them(container):
     """A run record is written by the runner's forked handler, which exits right after. journald reads
     a sender's unit from /proc when it gets to the datagram, and often the handler is gone by then: the

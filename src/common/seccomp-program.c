@@ -6,6 +6,7 @@
 #include <linux/seccomp.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -51,7 +52,14 @@ SeccompProgram *seccomp_program_free(SeccompProgram *p) {
 }
 
 int seccomp_install(const SeccompProgram *p) {
-        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->prog) < 0)
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->prog) == 0)
+                return 0;
+        /* A filter already in force may deny seccomp() and allow prctl(): systemd's SystemCallFilter=
+         * @system-service does, in a drop-in an operator may add to a unit. prctl() installs the same
+         * filter (libseccomp's seccomp_load() falls back to it too); if it fails as well, so do we. */
+        if (errno != EPERM && errno != ENOSYS)
+                return -errno;
+        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &p->prog, 0, 0) < 0)
                 return -errno;
         return 0;
 }

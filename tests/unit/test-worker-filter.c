@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <seccomp.h>
 
 #include "worker/worker-filter.h"
 
@@ -198,6 +200,20 @@ static int probe_tty_ioctl(void) {
  * once worker_filter_load() patched it in. */
 static const SeccompProgram *compiled_by_parent;
 
+/* Set: the child first loads a filter that denies seccomp() with EPERM and allows the rest, as a unit's
+ * SystemCallFilter=@system-service does (an operator's drop-in on difysandbox@.service). */
+static bool outer_denies_seccomp;
+
+static int outer_filter_load(void) {
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        int r = ctx ? seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(seccomp), 0) : -ENOMEM;
+
+        if (r >= 0)
+                r = seccomp_load(ctx);
+        seccomp_release(ctx);
+        return r;
+}
+
 /* Forks, loads the filter in the child, runs probe there; returns its outcome (0 or an errno). */
 static int filtered(Probe probe) {
         int p[2], status, outcome = -1;
@@ -207,6 +223,8 @@ static int filtered(Probe probe) {
         pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
+                if (outer_denies_seccomp && outer_filter_load() < 0)
+                        _exit(2);
                 int r = compiled_by_parent ? worker_filter_load(compiled_by_parent) : worker_filter_apply();
                 int o = r < 0 ? 1000 - r : probe();
                 _exit(write(p[1], &o, sizeof(o)) == (ssize_t) sizeof(o) ? 0 : 1);
@@ -264,6 +282,14 @@ static void what_the_filter_is_for_fails_with_eperm(void) {
         }
 }
 
+/* The filter goes in (a worker serves, an INET socket is refused) where seccomp() itself is denied. */
+static void the_filter_loads_where_seccomp_is_denied(void) {
+        outer_denies_seccomp = true;
+        assert_int_equal(filtered(probe_write), 0);
+        assert_int_equal(filtered(probe_inet_socket), EPERM);
+        outer_denies_seccomp = false;
+}
+
 /* check both ways: compiled by the worker itself, and compiled once by a parent (serve) for every child. */
 static void both_ways(void (*check)(void)) {
         _cleanup_(seccomp_program_freep) SeccompProgram *p = NULL;
@@ -282,6 +308,10 @@ static void test_what_a_worker_does_still_works(void **state) {
 
 static void test_what_the_filter_is_for_fails_with_eperm(void **state) {
         both_ways(what_the_filter_is_for_fails_with_eperm); /* kill(parent): not the compiler's PID */
+}
+
+static void test_the_filter_loads_where_seccomp_is_denied(void **state) {
+        both_ways(the_filter_loads_where_seccomp_is_denied);
 }
 
 /* Workers share one UID: a dumpable one's /proc/PID/mem and environ belong to that UID, so another
@@ -330,6 +360,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_what_a_worker_does_still_works),
                 cmocka_unit_test(test_what_the_filter_is_for_fails_with_eperm),
+                cmocka_unit_test(test_the_filter_loads_where_seccomp_is_denied),
                 cmocka_unit_test(test_a_worker_is_not_dumpable),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

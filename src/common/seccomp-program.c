@@ -17,6 +17,17 @@ int seccomp_program_export(scmp_filter_ctx ctx, SeccompProgram **ret) {
         struct stat st;
         int r;
 
+        /* A binary search on the system call number rather than libseccomp's default chain of one test per
+         * rule. The kernel runs every call's number through a new filter when it is installed, to cache
+         * the calls it always allows (seccomp_cache_prepare(), under the sighand lock): along a chain of
+         * some 200 instructions that took 0.10-0.18 ms per filter, three per run (the worker's, the run's
+         * two stages), and 0.02-0.05 ms along a tree (docs/performance.md, build/bench-seccomp-install).
+         * The calls the cache cannot hold, those whose arguments are compared, take the short path too,
+         * each time they are made. The rules, and so what each call gets, do not change. */
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+        if (r < 0)
+                return r;
+
         fd = memfd_create("difysandbox-bpf", MFD_CLOEXEC);
         if (fd < 0)
                 return -errno;

@@ -631,6 +631,89 @@ static void test_socket_inet_only_tcp_udp(void **state) {
         }
 }
 
+/* The instructions a call number passes through before the filter returns or compares an argument,
+ * for this architecture: what the kernel walks for every number when the filter is installed
+ * (seccomp_cache_prepare()), and what every call with argument rules walks each time it is made. Only
+ * the loads, jumps and masks libseccomp emits for the number and the architecture are followed. */
+static unsigned path_length(const SeccompProgram *p, uint32_t nr) {
+        uint32_t a = 0;
+        unsigned steps = 0;
+
+        for (unsigned pc = 0; pc < p->prog.len; pc++, steps++) {
+                const struct sock_filter *insn = &p->prog.filter[pc];
+                bool taken = false;
+
+                switch (insn->code) {
+                case BPF_LD | BPF_W | BPF_ABS:
+                        if (insn->k == offsetof(struct seccomp_data, nr))
+                                a = nr;
+                        else if (insn->k == offsetof(struct seccomp_data, arch))
+                                a = seccomp_arch_native();
+                        else
+                                return steps + 1; /* an argument or the instruction pointer */
+                        continue;
+                case BPF_ALU | BPF_AND | BPF_K:
+                        a &= insn->k;
+                        continue;
+                case BPF_JMP | BPF_JA:
+                        pc += insn->k;
+                        continue;
+                case BPF_JMP | BPF_JEQ | BPF_K:
+                        taken = a == insn->k;
+                        break;
+                case BPF_JMP | BPF_JGE | BPF_K:
+                        taken = a >= insn->k;
+                        break;
+                case BPF_JMP | BPF_JGT | BPF_K:
+                        taken = a > insn->k;
+                        break;
+                case BPF_JMP | BPF_JSET | BPF_K:
+                        taken = (a & insn->k) != 0;
+                        break;
+                case BPF_RET | BPF_K:
+                        return steps + 1;
+                default:
+                        fail_msg("instruction %u: code 0x%x is not one libseccomp emits for a number", pc,
+                                 insn->code);
+                }
+                pc += taken ? insn->jt : insn->jf;
+        }
+        fail_msg("call %u runs off the end of the program", nr);
+        return 0;
+}
+
+static unsigned longest_path(const SeccompProgram *p) {
+        unsigned longest = 0;
+
+        for (uint32_t nr = 0; nr < 1024; nr++) {
+                unsigned n = path_length(p, nr);
+
+                if (n > longest)
+                        longest = n;
+        }
+        return longest;
+}
+
+/* The filters are binary searches on the call number (seccomp_program_export()), not a chain of a test
+ * per rule: installing one then costs the kernel a few instructions per number instead of up to the
+ * whole program (0.10-0.18 ms per filter, three per run, with a chain; docs/performance.md). A chain
+ * of these tables takes 120-130 instructions for its last numbers, a search 15-16. */
+static void test_each_call_number_is_decided_along_a_short_path(void **state) {
+        Programs *progs = *state;
+
+        for (Language l = 0; l < _LANGUAGE_MAX; l++)
+                for (int net = 0; net < 2; net++) {
+                        unsigned e = longest_path(progs->exec[l][net]),
+                                 f = longest_path(progs->final[l][net]);
+
+                        if (e > 40 || f > 40)
+                                fail_msg("%s, network=%d: a call number passes %u (exec stage) and %u "
+                                         "(final) instructions before its action or its argument tests; a "
+                                         "binary search needs no more than 40",
+                                         language_to_string(l), net, e, f);
+                }
+}
+
 static void test_foreign_abis_killed(void **state) {
         Programs *progs = get_programs(state);
         const SeccompProgram *p = progs->final[LANGUAGE_PYTHON3][false];
@@ -912,6 +995,7 @@ int main(void) {
                 cmocka_unit_test(test_socket_inet_only_tcp_udp),
                 cmocka_unit_test(test_host_figures_hidden),
                 cmocka_unit_test(test_foreign_abis_killed),
+                cmocka_unit_test(test_each_call_number_is_decided_along_a_short_path),
                 cmocka_unit_test(test_ioctl_filtered),
                 cmocka_unit_test(test_final_kills_never_allow),
                 cmocka_unit_test(test_exec_stage_kills_never_allow_but_execve),

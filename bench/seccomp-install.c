@@ -24,6 +24,9 @@
 #include "sandbox/seccomp.h"
 #include "worker/worker-filter.h"
 
+/* The baseline, the worker's, and each language's stages. */
+#define N_FILTERS (2 + _LANGUAGE_MAX * _SECCOMP_STAGE_MAX)
+
 typedef struct Filter {
         const char *name;
         SeccompProgram *program; /* NULL: the baseline, a child that installs nothing */
@@ -72,7 +75,7 @@ static int parse_count(const char *s, unsigned *ret) {
 
 int main(int argc, char **argv) {
         unsigned count = 1000, rounds = 3;
-        Filter filters[6] = { { "fork, no filter", NULL } };
+        Filter filters[N_FILTERS] = { { "fork, no filter", NULL } };
         size_t n = 1;
         int r;
 
@@ -110,7 +113,7 @@ int main(int argc, char **argv) {
         printf("CPU per install, ms: a child's CPU minus the baseline's (%u children each, %u rounds)\n",
                count, rounds);
         for (unsigned round = 0; round < rounds; round++) {
-                double cost[6];
+                double cost[N_FILTERS];
 
                 for (size_t k = 0; k < n; k++) {
                         size_t i = round % 2 ? n - 1 - k : k; /* alternate the order between rounds */

@@ -15,7 +15,8 @@ typedef struct SeccompProgram {
 } SeccompProgram;
 
 /* ctx compiled, as a program of its own (libseccomp 2.5 exports BPF only to an fd: a memfd keeps it in
- * memory), its system call numbers laid out as a binary search (SCMP_FLTATR_CTL_OPTIMIZE 2). Returns 0 with *ret set, -E2BIG for an empty or oversized program, or another negative errno. */
+ * memory), its system call numbers laid out as a binary search (SCMP_FLTATR_CTL_OPTIMIZE 2). Returns 0 with
+ * *ret set, -E2BIG for an empty or oversized program, or another negative errno. */
 int seccomp_program_export(scmp_filter_ctx ctx, SeccompProgram **ret);
 
 SeccompProgram *seccomp_program_free(SeccompProgram *p);

@@ -104,8 +104,10 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 void log_run_record(const RunRecord *rec) {
         if (!log_use_journal()) {
                 (void) log_internal(LOG_DEBUG, 0, __FILE__, __LINE__, __func__, /* stderr is the CLI's */
-                                    "Run %s (%s) finished: %s, exit code %d, %" PRIu64 " ms", rec->id,
-                                    rec->language, rec->result, rec->exit_code, rec->duration_usec / 1000);
+                                    "Run %s (%s) finished: %s, exit code %d, %" PRIu64 " ms%s%s", rec->id,
+                                    rec->language, rec->result, rec->exit_code, rec->duration_usec / 1000,
+                                    rec->refused_syscalls ? ", refused calls: " : "",
+                                    rec->refused_syscalls ? rec->refused_syscalls : "");
                 return;
         }
         (void) sd_journal_send(
@@ -121,5 +123,9 @@ void log_run_record(const RunRecord *rec) {
                 rec->phase_attach, "PHASE_ROOT_USEC=%" PRIu64, rec->phase_root,
                 "PHASE_CREDS_SECCOMP_USEC=%" PRIu64, rec->phase_creds_seccomp,
                 "PHASE_INTERPRETER_USEC=%" PRIu64, rec->phase_interpreter, "PHASE_USER_CODE_USEC=%" PRIu64,
-                rec->phase_user_code, "PHASE_CLEANUP_USEC=%" PRIu64, rec->phase_cleanup, OBJECT_FIELD, NULL);
+                rec->phase_user_code, "PHASE_CLEANUP_USEC=%" PRIu64, rec->phase_cleanup,
+                /* Empty for a run that made no refused call, so that every record has the same fields. */
+                "SYSCALL=%s", rec->syscall ? rec->syscall : "", "REFUSED_SYSCALLS=%s",
+                rec->refused_syscalls ? rec->refused_syscalls : "", "REFUSED_SYSCALL_COUNT=%" PRIu64,
+                rec->refused_total, OBJECT_FIELD, NULL);
 }

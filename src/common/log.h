@@ -58,6 +58,12 @@ typedef struct RunRecord {
         /* where the time went (RunTiming, difysandbox run --timing), microseconds */
         uint64_t phase_uid, phase_cgroup, phase_spawn, phase_attach, phase_root, phase_creds_seccomp,
                 phase_interpreter, phase_user_code, phase_cleanup;
+        /* The system calls its filters refused (src/sandbox/refusals.h), or NULL: SYSCALL= names the one
+         * that killed the run, else the first refused; REFUSED_SYSCALLS= lists each as name:count (empty
+         * fields for a run that made none). */
+        const char *syscall;
+        const char *refused_syscalls;
+        uint64_t refused_total;
 } RunRecord;
 
 /* One structured record per run (DESIGN §3 step 11), with MESSAGE_ID=MESSAGE_RUN_FINISHED_STR. */

@@ -387,6 +387,12 @@ void stats_record_pool(Stats *s, unsigned language, bool warm) {
         add(warm ? &s->file->pool_hits[language] : &s->file->pool_misses[language], 1);
 }
 
+void stats_record_refusal(Stats *s, unsigned language, unsigned nr, uint64_t count) {
+        if (!s || !s->writable || language >= STATS_LANGUAGES || nr >= STATS_SYSCALLS || count == 0)
+                return;
+        add(&s->file->refused_calls[language][nr], count);
+}
+
 uint64_t stats_config_generation(const Stats *s) {
         if (!s)
                 return 0;
@@ -488,6 +494,8 @@ int stats_snapshot(const Stats *s, StatsSnapshot *ret) {
                 snap.latency[l].sum_usec = load(&f->latency[l].sum_usec);
                 for (unsigned b = 0; b < STATS_LATENCY_BUCKETS; b++)
                         snap.latency[l].buckets[b] = load(&f->latency[l].buckets[b]);
+                for (unsigned n = 0; n < STATS_SYSCALLS; n++)
+                        snap.refused_calls[l][n] = load(&f->refused_calls[l][n]);
         }
         snap.rejected_unknown_language = load(&f->rejected_unknown_language);
         snap.egress_denials = load(&f->egress_denials);

@@ -85,7 +85,10 @@ void stats_latency_bucket_bounds(unsigned i, uint64_t *ret_lower, uint64_t *ret_
 /* The file, as it is on disk and in memory. A change of this layout bumps STATS_FILE_VERSION; a file
  * whose magic, version or size differ is replaced by a fresh one. */
 #define STATS_FILE_MAGIC UINT64_C(0x5441545342534453) /* "DSBSTATS" read as little-endian */
-#define STATS_FILE_VERSION 2U                         /* 2: pool_hits, pool_misses */
+#define STATS_FILE_VERSION 3U                         /* 2: pool_hits, pool_misses; 3: refused_calls */
+
+/* System call numbers counted in refused_calls[][]: every number of x86-64 and arm64 is below this. */
+#define STATS_SYSCALLS 512U
 
 typedef struct StatsLatency {
         uint64_t count;
@@ -109,6 +112,9 @@ typedef struct StatsFile {
         uint64_t pool_hits[STATS_LANGUAGES];   /* runs a prepared run of the warm pool served */
         uint64_t pool_misses[STATS_LANGUAGES]; /* runs prepared on demand: no fitting one was idle */
         StatsLatency latency[STATS_LANGUAGES]; /* finished runs only: rejected requests have no latency */
+        /* calls the runs' filters refused, by native number (src/sandbox/refusals.h): what users' code
+         * needs that the policy does not allow, so an operator can decide on allowed_syscalls */
+        uint64_t refused_calls[STATS_LANGUAGES][STATS_SYSCALLS];
         uint64_t slots[STATS_SLOTS];
 } StatsFile;
 
@@ -133,6 +139,9 @@ void stats_add_egress_denials(Stats *s, uint64_t n);
  * a miss (the run was prepared after its request came). Rejected requests are neither. An unknown
  * language is not counted. */
 void stats_record_pool(Stats *s, unsigned language, bool warm);
+/* Counts count refusals of system call nr (native number) in a run of language; nr >= STATS_SYSCALLS is
+ * not counted. */
+void stats_record_refusal(Stats *s, unsigned language, unsigned nr, uint64_t count);
 
 /* Marks a run of this process active: returns its slot, to be passed to stats_run_end(). -ENOSPC when
  * every slot is held by a live process, -EROFS/-EBADF for a read-only or NULL s: the run proceeds
@@ -158,6 +167,7 @@ typedef struct StatsSnapshot {
         uint64_t pool_hits[STATS_LANGUAGES];
         uint64_t pool_misses[STATS_LANGUAGES];
         StatsLatency latency[STATS_LANGUAGES];
+        uint64_t refused_calls[STATS_LANGUAGES][STATS_SYSCALLS];
         unsigned active_runs;
 } StatsSnapshot;
 

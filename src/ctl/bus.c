@@ -310,6 +310,7 @@ static const struct {
         { "EgressDenials",         "t",          "egress_denials"         },
         { "Latency",               "a{s(tttt)}", "latency"                },
         { "PoolByLanguage",        "a{sa{st}}",  "pool_by_language"       },
+        { "RefusedCalls",          "a{sa{st}}",  "refused_calls"          },
         { "RunsByLanguage",        "a{sa{st}}",  "runs_by_language"       },
         { "RunsByResult",          "a{st}",      "runs_by_result"         },
         { "StatsSinceUSec",        "t",          "stats_since_usec"       },

@@ -249,6 +249,46 @@ static int print_status_pool(json_object *stats) {
         return 0;
 }
 
+/* "Refused calls:  python3 listxattr 3, getcpu 1; nodejs none": what users' code needed that the policy
+ * does not allow (allowed_syscalls in difysandbox.conf(5)). Up to 8 calls per language, most refused first. */
+static void print_status_refusals(json_object *stats) {
+        json_object *refused = json_member(stats, "refused_calls");
+        size_t shown = 0;
+
+        if (!refused)
+                return;
+        json_object_object_foreach(refused, language, calls) {
+                const char *top[8] = { 0 };
+                uint64_t counts[8] = { 0 };
+                size_t n = 0;
+
+                json_object_object_foreach(calls, name, count) {
+                        uint64_t c = (uint64_t) json_object_get_int64(count);
+                        size_t at = n < 8 ? n : 8;
+
+                        while (at > 0 && counts[at - 1] < c)
+                                at--;
+                        if (at >= 8)
+                                continue;
+                        for (size_t k = (n < 8 ? n : 7); k > at; k--) {
+                                top[k] = top[k - 1];
+                                counts[k] = counts[k - 1];
+                        }
+                        top[at] = name;
+                        counts[at] = c;
+                        if (n < 8)
+                                n++;
+                }
+                (void) printf("%s%s", shown++ == 0 ? "Refused calls:  " : "; ", language);
+                if (n == 0)
+                        (void) printf(" none");
+                for (size_t k = 0; k < n; k++)
+                        (void) printf("%s %s %" PRIu64, k == 0 ? "" : ",", top[k], counts[k]);
+        }
+        if (shown > 0)
+                (void) printf("\n");
+}
+
 /* status --json: the manager's figures under stable names. */
 static int print_status_json(const char *version, json_object *stats, json_object *jobs) {
         static const char *const keys[] = { "uptime_usec",
@@ -256,6 +296,7 @@ static int print_status_json(const char *version, json_object *stats, json_objec
                                             "uid_pool_free",
                                             "uid_pool_size",
                                             "pool_by_language",
+                                            "refused_calls",
                                             "config_loaded_at_usec",
                                             "dependency_generations",
                                             "config_changed_on_disk" };
@@ -331,6 +372,7 @@ static int verb_status(void) {
                 (void) printf("UID pool:       %" PRIu64 " of %" PRIu64 " free\n", free_uids, pool_size);
         if (print_status_pool(stats) < 0)
                 return ctl_oom();
+        print_status_refusals(stats);
         if (json_u64(stats, "config_loaded_at_usec", &u))
                 (void) printf("Config loaded:  %s%s\n", format_timestamp(stamp, u), age_suffix(ago, u));
         if (json_true(stats, "config_changed_on_disk"))

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <seccomp.h>
+
 #include "common/cleanup.h"
 #include "common/generation.h"
 #include "common/time-util.h"
@@ -90,6 +92,42 @@ static int append_pool(sd_bus_message *reply, const StatsSnapshot *snap) {
         return r;
 }
 
+/* RefusedCalls: per language, each system call the runs' filters refused and how often, by name. */
+static int append_refused_calls(sd_bus_message *reply, const StatsSnapshot *snap) {
+        int r;
+
+        r = append_entry_begin(reply, "RefusedCalls", "a{sa{st}}");
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "{sa{st}}");
+        for (unsigned l = 0; r >= 0 && l < STATS_LANGUAGES; l++) {
+                r = sd_bus_message_open_container(reply, 'e', "sa{st}");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "s", language_to_string((Language) l));
+                if (r >= 0)
+                        r = sd_bus_message_open_container(reply, 'a', "{st}");
+                for (unsigned nr = 0; r >= 0 && nr < STATS_SYSCALLS; nr++) {
+                        _cleanup_free_ char *name = NULL;
+                        char number[32];
+
+                        if (snap->refused_calls[l][nr] == 0)
+                                continue;
+                        name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, (int) nr);
+                        (void) snprintf(number, sizeof(number), "syscall %u", nr);
+                        r = sd_bus_message_append(reply, "{st}", name ? name : number,
+                                                  snap->refused_calls[l][nr]);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = append_entry_end(reply);
+        return r;
+}
+
 /* Latency: per language, the runs counted and their 50th, 95th and 99th percentiles. */
 static int append_latency(sd_bus_message *reply, const StatsSnapshot *snap) {
         int r;
@@ -165,6 +203,8 @@ int manager_append_stats(Manager *m, sd_bus_message *reply) {
                 r = append_pool(reply, &snap);
         if (r >= 0)
                 r = append_latency(reply, &snap);
+        if (r >= 0)
+                r = append_refused_calls(reply, &snap);
         if (r >= 0)
                 r = sd_bus_message_append(reply, "{sv}", "ActiveRuns", "u", (uint32_t) snap.active_runs);
         if (r >= 0)

@@ -207,8 +207,17 @@ int handler_execute(const HandlerContext *ctx, const RunRequest *req, PreparedRu
         stats_record_run(ctx->stats, (unsigned) req->language, stats_result_from_run(ret->out.result),
                          ret->out.duration_usec);
         stats_add_egress_denials(ctx->stats, ret->out.egress_denials);
+        const Refusals *refused = &ret->out.refusals;
+        for (unsigned i = 0; i < refused->n; i++)
+                stats_record_refusal(ctx->stats, (unsigned) req->language, (unsigned) refused->calls[i].nr,
+                                     refused->calls[i].count);
+        char syscall[64], refused_list[512];
+        refusals_describe(refused, syscall, sizeof(syscall), refused_list, sizeof(refused_list));
         RunRecord record;
         run_output_record(&ret->out, language_to_string((Language) req->language), &record);
+        record.syscall = syscall[0] ? syscall : NULL;
+        record.refused_syscalls = refused_list[0] ? refused_list : NULL;
+        record.refused_total = refused->total;
         log_run_record(&record);
         ret->status = RUNNER_STATUS_RAN;
         return 0;

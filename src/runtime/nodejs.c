@@ -118,12 +118,9 @@ static const SyscallRule nodejs_rules[] = {
         { "connect",        RULE_NETWORK,       "TCP and resolver connects" },
         { "epoll_pwait",    RULE_ALLOW,         "libuv event loop" },
         { "epoll_wait",     RULE_ALLOW,         "libuv event loop of Debian's Node.js 18 (20 uses epoll_pwait)", RULE_ARCH_X86_64 },
-        { "eventfd2",       RULE_ALLOW,         "libuv async handles" },
-        { "fchown",         RULE_EPERM,         "libuv 1.48+ (Debian 13) copies the owner in fs.copyFile; runs own their files already" },
         { "getpeername",    RULE_NETWORK,       "socket.remoteAddress" },
         { "getsockname",    RULE_NETWORK,       "socket.localAddress" },
         { "getsockopt",     RULE_NETWORK,       "SO_ERROR after a non-blocking connect" },
-        { "pipe2",          RULE_ALLOW,         "libuv's internal wake-up pipes (child_process dies at socketpair)" },
         { "pkey_alloc",     RULE_ALLOW,         "V8 protects JIT and WebAssembly memory with protection keys" },
         { "pkey_free",      RULE_ALLOW,         "Node.js 18's V8 frees the key it allocated; only its own keys" },
         { "pkey_mprotect",  RULE_ALLOW,         "V8 protects JIT and WebAssembly memory with protection keys" },
@@ -134,7 +131,6 @@ static const SyscallRule nodejs_rules[] = {
         { "setsockopt",     RULE_NETWORK,       "TCP_NODELAY, keep-alive options, IP_RECVERR" },
         { "shutdown",       RULE_NETWORK,       "half-closing sockets" },
         { "socket",         RULE_SOCKET_NETLINK, "TCP/UDP and NETLINK_ROUTE (AI_ADDRCONFIG) with network; EACCES otherwise" },
-        { "statx",          RULE_ALLOW,         "libuv stat calls" },
 };
 #pragma GCC diagnostic pop
 /* clang-format on */

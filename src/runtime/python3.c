@@ -87,7 +87,6 @@ static const SyscallRule python3_rules[] = {
         { "getsockname",  RULE_ALLOW,   "asyncio's self-pipe socketpair; TCP sockets with network" },
         { "getsockopt",   RULE_NETWORK, "SO_ERROR after a non-blocking connect" },
         { "mbind",        RULE_ALLOW,   "OpenBLAS buffer allocation (MPOL_PREFERRED), when it is libblas" },
-        { "pipe2",        RULE_EPERM,   "subprocess.Popen fails cleanly (pandas' `uname -p` at import)" },
         { "recvfrom",     RULE_ALLOW,   "asyncio self-pipe wake-up; TCP/UDP receive with network" },
         { "recvmsg",      RULE_NETWORK, "receiving on sockets (ssl, asyncio transports)" },
         { "sendmmsg",     RULE_NETWORK, "glibc resolver sends A and AAAA queries together" },

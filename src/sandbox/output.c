@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@ enum {
         SLOT_STDERR,
         SLOT_EVENTS,
         SLOT_LISTENER,
+        SLOT_NOTIFY,
         _SLOT_MAX
 };
 
@@ -94,7 +96,7 @@ typedef struct Pump {
         size_t code_len, code_off, cap;
         uint64_t deadline_usec;
         bool exited, killed;
-        uint64_t exit_usec, clock_offset_usec;
+        uint64_t exit_usec, clock_offset_usec, ack_raw_usec;
 } Pump;
 
 static int pump_init(Pump *s) {
@@ -112,6 +114,12 @@ static int pump_init(Pump *s) {
         p[SLOT_STDERR] = (struct pollfd){ .fd = fds->stderr_fd, .events = POLLIN };
         if (fds->on_events)
                 p[SLOT_EVENTS] = (struct pollfd){ .fd = fds->events_fd, .events = POLLPRI };
+        if (fds->acked) {
+                s->rep.acked = true;
+                s->ack_raw_usec = fds->ack_usec;
+                p[SLOT_NOTIFY] = (struct pollfd){ .fd = TAKE_FD(fds->notify_fd), .events = POLLIN };
+        }
+        s->rep.refusals = fds->refusals;
         if (fds->on_connection && fds->listener_fd >= 0)
                 p[SLOT_LISTENER] = (struct pollfd){ .fd = fds->listener_fd, .events = POLLIN };
         if (fcntl(fds->code_fd, F_SETFL, O_NONBLOCK) < 0)
@@ -167,6 +175,7 @@ static void pump_events_and_exit(Pump *s) {
         if (p[SLOT_PID].revents) {
                 p[SLOT_EVENTS].fd = -1;   /* read once more at the exit, above: that is the last */
                 p[SLOT_LISTENER].fd = -1; /* no relay for a run that is gone */
+                p[SLOT_NOTIFY].fd = safe_close(p[SLOT_NOTIFY].fd); /* nothing of it can call any more */
                 s->exited = true;
                 s->exit_usec = s->rep.exit_usec = now(CLOCK_MONOTONIC);
                 p[SLOT_PID].fd = -1;      /* owned by the caller */
@@ -214,18 +223,46 @@ static void pump_read_status(Pump *s) {
 static void pump_read_ack(Pump *s) {
         struct pollfd *a = &s->p[SLOT_ACK];
         EnterAck ack;
+        int listener = -EBADF, r;
 
         if (a->fd < 0 || !a->revents)
                 return;
-        ssize_t n = read(a->fd, &ack, sizeof(ack));
-        if (n == (ssize_t) sizeof(ack) && ack.tag == ENTER_ACK) {
+        r = output_receive_ack(a->fd, &ack, &listener);
+        if (r == -EAGAIN || r == -EINTR)
+                return;
+        if (r > 0) {
                 s->rep.acked = true;
-                /* The run's clock lags ours by the offset. The status pipe is read first: its report
-                 * was written before execve(), so before the ack. */
-                s->rep.ack_usec = ack.usec + s->clock_offset_usec;
+                s->ack_raw_usec = ack.usec;
+                if (!s->exited && s->p[SLOT_NOTIFY].fd < 0)
+                        s->p[SLOT_NOTIFY] = (struct pollfd){ .fd = TAKE_FD(listener), .events = POLLIN };
+                (void) safe_close(listener);
         }
-        if (n >= 0 || (errno != EAGAIN && errno != EINTR))
-                a->fd = safe_close(a->fd); /* one ack, then EOF */
+        a->fd = safe_close(a->fd); /* one ack, then EOF */
+}
+
+/* A call the filters refused: answered, or the run ends here when it is never to be allowed. */
+static void pump_answer_refusal(Pump *s) {
+        struct pollfd *n = &s->p[SLOT_NOTIFY];
+        int r;
+
+        if (n->fd < 0 || !n->revents)
+                return;
+        if (n->revents & (POLLHUP | POLLERR | POLLNVAL) && !(n->revents & POLLIN)) {
+                n->fd = safe_close(n->fd); /* no task is left under the filter */
+                return;
+        }
+        r = refusals_answer(n->fd, &s->rep.refusals);
+        if (r < 0) {
+                /* A listener we cannot read leaves calls waiting: end the run rather than hang it. */
+                n->fd = safe_close(n->fd);
+                if (!s->killed)
+                        pump_kill(s);
+                return;
+        }
+        if (r > 0 && !s->killed) {
+                s->rep.seccomp_killed = true;
+                pump_kill(s);
+        }
 }
 
 /* The run's first connection to its egress listener starts the relay (OutputFds.on_connection); if it
@@ -288,6 +325,7 @@ static int pump_step(Pump *s) {
         pump_write_code(s);
         pump_read_status(s);
         pump_read_ack(s);
+        pump_answer_refusal(s);
         int r = pump_read_output(s);
         return r < 0 ? r : 1;
 }
@@ -312,7 +350,12 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
 
         for (int i = SLOT_CODE; i < SLOT_EVENTS; i++)
                 (void) safe_close(s.p[i].fd);
+        (void) safe_close(s.p[SLOT_NOTIFY].fd);
         fds->code_fd = fds->status_fd = fds->ack_fd = fds->stdout_fd = fds->stderr_fd = -EBADF;
+        /* The run's clock lags ours by the offset of the child's timing report (read from the status pipe,
+         * which was written before execve(), so before the ack). */
+        if (s.rep.acked)
+                s.rep.ack_usec = s.ack_raw_usec + s.clock_offset_usec;
 
         if (r >= 0)
                 r = ensure_string(&s.rep.out);
@@ -325,6 +368,37 @@ int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, u
         }
         *ret = s.rep;
         return 0;
+}
+
+int output_receive_ack(int fd, EnterAck *ret_ack, int *ret_listener) {
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } control;
+        struct iovec iov = { .iov_base = ret_ack, .iov_len = sizeof(*ret_ack) };
+        struct msghdr msg = {
+                .msg_iov = &iov,
+                .msg_iovlen = 1,
+                .msg_control = control.buf,
+                .msg_controllen = sizeof(control.buf),
+        };
+        int listener = -EBADF;
+        ssize_t n;
+
+        n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n < 0)
+                return -errno;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+                    c->cmsg_len == CMSG_LEN(sizeof(int)))
+                        memcpy(&listener, CMSG_DATA(c), sizeof(int));
+        if (n != (ssize_t) sizeof(*ret_ack) || ret_ack->tag != ENTER_ACK || listener < 0 ||
+            (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+                (void) safe_close(listener);
+                return 0; /* EOF, or not an ack: the run was never confirmed */
+        }
+        *ret_listener = listener;
+        return 1;
 }
 
 void output_report_done(OutputReport *report) {

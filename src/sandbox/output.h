@@ -1,13 +1,16 @@
 #pragma once
 /* output: the parent's side of a running run (DESIGN §3.8–9). One poll loop feeds the code into its pipe,
  * collects stdout and stderr up to a cap each, reads the child's setup failure report and the enter
- * library's ack, and enforces the wall-clock deadline. On the deadline or the cap it SIGKILLs the run's
+ * library's ack with the final stage's seccomp listener, answers the calls the filters refuse (refusals.h),
+ * and enforces the wall-clock deadline. On the deadline or the cap it SIGKILLs the run's
  * PID 1 through its pidfd, which takes the whole PID namespace with it. It returns once the run's PID 1
  * has exited and every pipe is at EOF; the caller reaps it. */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "refusals.h"
 
 typedef struct OutputBuffer {
         char *data; /* NUL-terminated */
@@ -19,7 +22,12 @@ typedef struct OutputFds {
         int pidfd;     /* the run's PID 1 */
         int code_fd;   /* write end; closed by the pump when the code is written */
         int status_fd; /* read end: ChildReport(s), then EOF at execve() */
-        int ack_fd;    /* read end: ENTER_ACK */
+        int ack_fd;    /* our end of the ack socket: ENTER_ACK with the final stage's listener, or -1 when a
+                        * prepared run received it already (acked, ack_usec and notify_fd below) */
+        bool acked;         /* received before the pump: ack_usec is the run's clock, notify_fd its listener */
+        uint64_t ack_usec;
+        int notify_fd;      /* the final stage's seccomp listener when acked; consumed (closed) by the pump */
+        Refusals refusals;  /* what was refused before the pump (a prepared run's preloads) */
         int stdout_fd, stderr_fd;
         /* Optional (on_events NULL: none): a cgroup file that signals changes with POLLPRI (memory.events),
          * and what to do with it. Called on each change and once when PID 1 exits, while the cgroup is
@@ -45,6 +53,8 @@ typedef struct OutputReport {
         int32_t failed_step;   /* RunStep */
         int32_t failed_error;  /* negative errno */
         bool acked;            /* the enter library installed the final stage */
+        bool seccomp_killed;   /* a never-allow call: the pump killed the run (refusals.killed_nr) */
+        Refusals refusals;     /* every call the filters refused, named (refusals.h) */
         int32_t egress_error;  /* on_connection failed (negative errno) and the run was killed */
         /* CLOCK_MONOTONIC, 0 when it never happened */
         uint64_t child_root_usec, child_sync_usec, child_creds_usec; /* from the child's timing report */
@@ -58,3 +68,9 @@ typedef struct OutputReport {
 int output_pump(OutputFds *fds, const char *code, size_t code_len, size_t cap, uint64_t deadline_usec,
                 OutputReport *ret);
 void output_report_done(OutputReport *report);
+
+typedef struct EnterAck EnterAck;
+/* Reads the enter library's ack from fd (non-blocking): 1 with *ret_ack and *ret_listener (the final stage's
+ * seccomp listener, ours to close) set, 0 when what came is EOF or no whole ack, -errno (-EAGAIN: nothing
+ * yet). Also for run.c, which takes a prepared run's ack while it imports its preloads. */
+int output_receive_ack(int fd, EnterAck *ret_ack, int *ret_listener);

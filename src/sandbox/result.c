@@ -22,6 +22,8 @@ RunResult result_classify(const RunFacts *f) {
          * nothing by itself. */
         if (f->timed_out)
                 return RUN_RESULT_TIMEOUT;
+        if (f->seccomp_killed)
+                return RUN_RESULT_SECCOMP;
         if (f->output_truncated)
                 return RUN_RESULT_OUTPUT_TRUNCATED;
         /* Evidence before inference: the cgroup's count of OOM kills is a fact, while cpu_limit_hit is
@@ -40,6 +42,8 @@ RunResult result_classify(const RunFacts *f) {
 }
 
 int result_exit_code(const RunFacts *f) {
+        if (f->seccomp_killed && !f->timed_out)
+                return 128 + SIGSYS;
         if (WIFEXITED(f->wait_status))
                 return WEXITSTATUS(f->wait_status);
         if (WIFSIGNALED(f->wait_status))
@@ -49,6 +53,11 @@ int result_exit_code(const RunFacts *f) {
 
 int result_format_error(RunResult result, int exit_code, int term_signal, const char *stderr_text,
                         char **ret) {
+        return result_format_error_detail(result, exit_code, term_signal, NULL, stderr_text, ret);
+}
+
+int result_format_error_detail(RunResult result, int exit_code, int term_signal, const char *detail,
+                               const char *stderr_text, char **ret) {
         _cleanup_free_ char *signal_line = NULL;
         const char *line = NULL;
         char *s;
@@ -69,8 +78,8 @@ int result_format_error(RunResult result, int exit_code, int term_signal, const 
                         return -ENOMEM;
                 line = signal_line;
         }
-        if (asprintf(&s, "process exited with code %d\n%s%s%s", exit_code, line ? line : "",
-                     line ? "\n" : "", stderr_text ? stderr_text : "") < 0)
+        if (asprintf(&s, "process exited with code %d\n%s%s%s%s", exit_code, line ? line : "",
+                     line ? "\n" : "", detail ? detail : "", stderr_text ? stderr_text : "") < 0)
                 return -ENOMEM;
         *ret = s;
         return 0;

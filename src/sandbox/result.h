@@ -17,10 +17,13 @@ typedef struct RunFacts {
         uint64_t oom_kills;    /* OOM kills in the run's cgroup */
         bool oom_unobservable; /* the cgroup was gone before it could be read (a systemd scope): then a
                                 * SIGKILL the sandbox did not send is the OOM killer's */
+        bool seccomp_killed;   /* its supervisor killed it for a never-allow call (refusals.h) */
 } RunFacts;
 
 RunResult result_classify(const RunFacts *facts);
-/* The exit status, or 128 + the signal for a run killed by one (the shell's convention). */
+/* The exit status, or 128 + the signal for a run killed by one (the shell's convention). A run killed for a
+ * never-allow call says 159 (128 + SIGSYS), as when the kernel's filter killed it: that is what Dify and
+ * upstream's users know. */
 int result_exit_code(const RunFacts *facts);
 
 /* The API's `error`: empty for exit 0 and RUN_RESULT_OK; otherwise "process exited with code N", then
@@ -29,3 +32,7 @@ int result_exit_code(const RunFacts *facts);
  * "error: killed by signal S"), then the stderr text, each on its own line. term_signal: 0 for none. */
 int result_format_error(RunResult result, int exit_code, int term_signal, const char *stderr_text,
                         char **ret);
+/* The same with detail: lines (each ending in '\n', e.g. the refused calls of refusals_format()) put after
+ * the result's line and before stderr; NULL or "" for none. */
+int result_format_error_detail(RunResult result, int exit_code, int term_signal, const char *detail,
+                               const char *stderr_text, char **ret);

@@ -454,17 +454,20 @@ static void pipes_init(Pipes *p) {
 }
 
 static int pipes_open(Pipes *p) {
-        for (size_t i = 0; i < ELEMENTSOF(p->fds); i++)
-                if (pipe2(p->fds[i], O_CLOEXEC) < 0)
+        for (size_t i = 0; i < ELEMENTSOF(p->fds); i++) {
+                /* The ack carries the final stage's seccomp listener: a socket, for SCM_RIGHTS. */
+                int r = i == PIPE_ACK ? socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p->fds[i])
+                                      : pipe2(p->fds[i], O_CLOEXEC);
+                if (r < 0)
                         return -errno;
+        }
         return 0;
 }
 
-/* Writes the final stage into its pipe before the child exists: it fits in the pipe buffer (a BPF
- * program is at most 32 KiB), so this never blocks. */
-static int write_filter(int fd, const SeccompProgram *prog) {
-        size_t size = prog->prog.len * sizeof(struct sock_filter);
-        const char *p = (const char *) prog->prog.filter;
+/* Writes the enter library's config and the final stage into its pipe before the child exists: they fit in
+ * the pipe buffer (a BPF program is at most 32 KiB), so this never blocks. */
+static int write_all(int fd, const void *data, size_t size) {
+        const char *p = data;
 
         while (size > 0) {
                 ssize_t n = write(fd, p, size);
@@ -477,6 +480,16 @@ static int write_filter(int fd, const SeccompProgram *prog) {
                 size -= (size_t) n;
         }
         return 0;
+}
+
+static int write_filter(int fd, const SeccompProgram *prog, uint64_t memory_max) {
+        EnterConfig config = { .magic = ENTER_CONFIG_MAGIC, .memory_max = memory_max };
+        int r;
+
+        r = write_all(fd, &config, sizeof(config));
+        if (r < 0)
+                return r;
+        return write_all(fd, prog->prog.filter, prog->prog.len * sizeof(struct sock_filter));
 }
 
 /* Receives the egress listener the child made inside its namespace; the relay starts on it once the run
@@ -576,6 +589,12 @@ struct PreparedRun {
         pid_t pid;           /* 0 once reaped */
         int pidfd, code_fd, status_fd, ack_fd, stdout_fd, stderr_fd;
         int ready_fd; /* EOF once the interpreter waits for its code (ENTER_FD_READY) */
+        /* Taken while the prepared run imports its preloads (prepared_run_wait_waiting()), so that a call
+         * they make which the filters refuse is answered then; else the pump takes the ack itself. */
+        bool acked;
+        uint64_t ack_usec; /* the run's clock */
+        int notify_fd;     /* the final stage's seccomp listener */
+        Refusals refusals;
         int oom_fd;   /* in a scope: its OOM counter, opened while it exists (cgroup_open_oom_counter()) */
         int slice_oom_fd; /* and its slice's, which counts the kills of every run in it (v2) */
         uint64_t cpu_limit_usec;
@@ -598,6 +617,7 @@ PreparedRun *prepared_run_free(PreparedRun *p) {
         (void) safe_close(p->code_fd);
         (void) safe_close(p->status_fd);
         (void) safe_close(p->ack_fd);
+        (void) safe_close(p->notify_fd);
         (void) safe_close(p->ready_fd);
         (void) safe_close(p->stdout_fd);
         (void) safe_close(p->stderr_fd);
@@ -619,26 +639,52 @@ uint64_t prepared_run_packages_generation(const PreparedRun *p) {
         return p->packages.number;
 }
 
+/* The prepared run's ack, once it comes: from then on its listener is answered here until the pump takes
+ * it. A run whose ack is not an ack is left to the pump, which reports it unconfirmed. */
+static void prepared_run_take_ack(PreparedRun *p) {
+        EnterAck ack;
+        int listener = -EBADF, r;
+
+        r = output_receive_ack(p->ack_fd, &ack, &listener);
+        if (r == -EAGAIN || r == -EINTR)
+                return;
+        if (r > 0) {
+                p->acked = true;
+                p->ack_usec = ack.usec;
+                p->notify_fd = listener;
+                p->ack_fd = safe_close(p->ack_fd);
+        }
+}
+
 int prepared_run_wait_waiting(PreparedRun *p, uint64_t timeout_usec) {
         uint64_t deadline = now(CLOCK_MONOTONIC) + timeout_usec;
 
         for (;;) {
-                struct pollfd pfds[2] = {
+                struct pollfd pfds[4] = {
                         { .fd = p->ready_fd, .events = POLLIN },
                         { .fd = p->pidfd, .events = POLLIN }, /* readable: it died */
+                        { .fd = p->acked ? -1 : p->ack_fd, .events = POLLIN },
+                        { .fd = p->notify_fd, .events = POLLIN },
                 };
                 uint64_t t = now(CLOCK_MONOTONIC);
                 char byte;
 
                 if (t >= deadline)
                         return -ETIMEDOUT;
-                int n = poll(pfds, 2, (int) ((deadline - t + 999) / 1000));
+                int n = poll(pfds, 4, (int) ((deadline - t + 999) / 1000));
                 if (n < 0 && errno != EINTR)
                         return -errno;
                 if (n <= 0)
                         continue;
                 if (pfds[1].revents)
                         return -ESRCH;
+                if (pfds[2].revents)
+                        prepared_run_take_ack(p);
+                if (pfds[3].revents & POLLIN) {
+                        int r = refusals_answer(p->notify_fd, &p->refusals);
+                        if (r != 0)
+                                return r < 0 ? r : -EPERM; /* a never-allow call: the caller drops the run */
+                }
                 if (pfds[0].revents) {
                         ssize_t r = read(p->ready_fd, &byte, 1); /* nobody writes: EOF, or an error */
                         if (r < 0 && errno == EINTR)
@@ -682,6 +728,8 @@ static int prepared_run_new(const Config *cfg, const RunRequest *req, PreparedRu
                 .code_fd = -EBADF,
                 .status_fd = -EBADF,
                 .ack_fd = -EBADF,
+                .notify_fd = -EBADF,
+                .refusals = REFUSALS_NULL,
                 .ready_fd = -EBADF,
                 .stdout_fd = -EBADF,
                 .stderr_fd = -EBADF,
@@ -917,7 +965,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         }
         r = pipes_open(&pipes);
         if (r >= 0)
-                r = write_filter(pipes.fds[PIPE_FILTER][1], final_stage);
+                r = write_filter(pipes.fds[PIPE_FILTER][1], final_stage, p->memory_max);
         if (r < 0)
                 return fail(reterr, RUN_STEP_PIPES, r, NULL);
         pipes.fds[PIPE_FILTER][1] = safe_close(pipes.fds[PIPE_FILTER][1]);
@@ -999,6 +1047,10 @@ static int pump_and_reap(const Config *cfg, PreparedRun *p, const char *code, si
                 .code_fd = TAKE_FD(p->code_fd),
                 .status_fd = TAKE_FD(p->status_fd),
                 .ack_fd = TAKE_FD(p->ack_fd),
+                .acked = p->acked,
+                .ack_usec = p->ack_usec,
+                .notify_fd = TAKE_FD(p->notify_fd),
+                .refusals = p->refusals,
                 .stdout_fd = TAKE_FD(p->stdout_fd),
                 .stderr_fd = TAKE_FD(p->stderr_fd),
                 .events_fd = p->oom_fd,
@@ -1083,6 +1135,7 @@ static RunOutput classify(const PreparedRun *p, const OutputReport *rep, const O
                 .oom_kills = oom,
                 .oom_unobservable =
                         !p->cg && !oom_watch->last_ok && oom_watch->kills == 0 && !oom_watch->slice_quiet,
+                .seccomp_killed = rep->seccomp_killed,
         };
 
         return (RunOutput){
@@ -1094,22 +1147,35 @@ static RunOutput classify(const PreparedRun *p, const OutputReport *rep, const O
                 .memory_peak = peak > 0 ? peak : (uint64_t) ru->ru_maxrss * 1024ULL,
                 .uid = p->lease->uid,
                 .warm = warm,
+                .refusals = rep->refusals,
         };
 }
 
 /* Fills the output's text and error message, and frees the report. The API returns JSON text: bytes
  * that are not UTF-8 (or a sequence the cap cut) become U+FFFD. */
 static int output_text(OutputReport *rep, int status, RunOutput *out) {
+        _cleanup_free_ char *detail = NULL;
         int r;
 
         r = utf8_sanitize(rep->out.data, rep->out.len, &out->stdout_text, &out->stdout_len);
         if (r >= 0)
                 r = utf8_sanitize(rep->err.data, rep->err.len, &out->stderr_text, &out->stderr_len);
         output_report_done(rep);
+        if (r >= 0)
+                r = refusals_format(&out->refusals, &detail); /* the calls refused, named */
         if (r < 0)
                 return r;
-        return result_format_error(out->result, out->exit_code, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-                                   out->stderr_text, &out->error);
+        if (out->result == RUN_RESULT_SECCOMP && out->refusals.killed_nr < 0)
+                /* No call was named: the filter itself killed it, which it does only for a call of another
+                 * ABI (x32, i386), or the run sent itself SIGSYS. */
+                return result_format_error_detail(
+                        out->result, out->exit_code, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+                        "error: killed by SIGSYS: a system call of another ABI (x32 or i386) is never allowed "
+                        "in this sandbox, or the run sent itself SIGSYS\n",
+                        out->stderr_text, &out->error);
+        return result_format_error_detail(out->result, out->exit_code,
+                                          WIFSIGNALED(status) ? WTERMSIG(status) : 0, detail,
+                                          out->stderr_text, &out->error);
 }
 
 /* The instants the phases are computed from, kept once the report and the prepared run are gone. */

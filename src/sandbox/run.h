@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "refusals.h"
 #include "result.h"
 
 typedef struct Config Config;
@@ -72,6 +73,7 @@ typedef struct RunOutput {
         uid_t uid;
         bool warm;               /* prepared before its request arrived (sandbox_prepare()) */
         unsigned egress_denials; /* destinations the egress proxy refused */
+        Refusals refusals;       /* the system calls its filters refused, named (refusals.h) */
         RunTiming timing;
 } RunOutput;
 

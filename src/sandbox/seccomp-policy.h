@@ -12,10 +12,11 @@ typedef enum RuleAction {
         RULE_THREAD_ONLY, /* clone: only with CLONE_VM|CLONE_SIGHAND|CLONE_THREAD and no namespace flag */
         RULE_ENOSYS,      /* fails with ENOSYS so libc falls back to a call we can check */
         RULE_EPERM,       /* fails with EPERM so the library reports a clean error instead of dying */
-        RULE_NETWORK,     /* allowed only when the run has network; killed otherwise */
+        RULE_NETWORK,     /* allowed only when the run has network; refused (named, ENOSYS) otherwise */
         RULE_SOCKET,      /* socket(): AF_INET/AF_INET6 with network, else EACCES (glibc then skips nscd) */
         RULE_SOCKET_NETLINK, /* socket(): as RULE_SOCKET, plus AF_NETLINK/NETLINK_ROUTE with network */
         RULE_IOCTL,          /* ioctl(): only the terminal and socket queries of ioctl_allowed[] */
+        RULE_PRCTL,          /* prctl(): only the options of prctl_rules[] (thread names) */
         _RULE_ACTION_MAX,
 } RuleAction;
 
@@ -41,15 +42,24 @@ typedef struct IoctlRule {
         const char *reason;
 } IoctlRule;
 
+typedef struct PrctlRule {
+        int option;
+        const char *name;
+        const char *reason;
+} PrctlRule;
+
 /* The tables are constant data behind accessors; each returns its row count in *ret_n. */
 const SyscallRule *seccomp_common_rules(size_t *ret_n);
 const IoctlRule *seccomp_ioctl_rules(size_t *ret_n);
+const PrctlRule *seccomp_prctl_rules(size_t *ret_n);
 
 /* A system call no user code may ever reach, whatever the language, network or configuration (DESIGN
  * §3.7), and why: the reason is what config-file.c answers when allowed_syscalls names it. */
 typedef struct NeverAllowRule {
         const char *name;
         const char *reason;
+        int answer; /* 0: the run is killed (only an escape or an attack makes the call); else the errno
+                     * the call fails with (creating a process: EPERM, so the user's code sees it) */
 } NeverAllowRule;
 
 /* The never-allow table, sorted by name. */
@@ -57,3 +67,12 @@ const NeverAllowRule *seccomp_never_allow(size_t *ret_n);
 
 /* The reason of name's row, or NULL when name is not in the never-allow table. */
 const char *seccomp_never_allow_reason(const char *name);
+
+/* How the supervisor answers a call that no row allows (DESIGN §3.7): the filters hand every such call to
+ * the run's supervisor (SECCOMP_RET_USER_NOTIF), which names it and answers it this way. */
+typedef struct RefusalAnswer {
+        int error;          /* the errno the call fails with; 0: the run is killed */
+        const char *reason; /* why, for the answer's error line: the never-allow row's reason, or NULL */
+} RefusalAnswer;
+
+RefusalAnswer seccomp_refusal_answer(const char *name);

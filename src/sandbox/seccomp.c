@@ -14,6 +14,7 @@
 #include <seccomp.h>
 
 #include "common/cleanup.h"
+#include "enter/enter-protocol.h"
 #include "seccomp-policy.h"
 
 /* Thread creation as glibc does it: CLONE_VM|CLONE_SIGHAND|CLONE_THREAD set, no namespace flag
@@ -23,7 +24,7 @@
 
 /* With network, the only sockets of the Internet families: TCP streams and UDP datagrams (protocol 0 or
  * the explicit one), SOCK_NONBLOCK and SOCK_CLOEXEC allowed. Anything else of AF_INET/AF_INET6 (MPTCP,
- * UDP-Lite, SCTP, raw and ICMP sockets) is left to the default action. The type is an int: bits above
+ * UDP-Lite, SCTP, raw and ICMP sockets) is left to the default action (the supervisor: EAFNOSUPPORT). The type is an int: bits above
  * 32 are ignored by the kernel, so they are masked here too. */
 static int add_inet_socket_rules(scmp_filter_ctx ctx) {
         static const int families[] = { AF_INET, AF_INET6 };
@@ -63,7 +64,7 @@ static int add_socket_rules(scmp_filter_ctx ctx, bool network, bool netlink) {
         if (r < 0)
                 return r;
         /* AF_UNIX reaches nothing useful and would let code talk to abstract sockets of the host's network
-         * namespace; refusing it makes glibc skip nscd. Other families: default (kill). */
+         * namespace; refusing it makes glibc skip nscd. Other families: default (the supervisor). */
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
                              SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
         if (r < 0)
@@ -72,6 +73,21 @@ static int add_socket_rules(scmp_filter_ctx ctx, bool network, bool netlink) {
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2,
                                      SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_EQ, NETLINK_ROUTE));
         return r;
+}
+
+static int add_prctl_rules(scmp_filter_ctx ctx) {
+        const PrctlRule *rules;
+        size_t n;
+        int r;
+
+        rules = seccomp_prctl_rules(&n);
+        for (size_t i = 0; i < n; i++) {
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+                                     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t) rules[i].option));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 static int add_ioctl_rules(scmp_filter_ctx ctx) {
@@ -133,6 +149,8 @@ static int add_rule(scmp_filter_ctx ctx, const SyscallRule *rule, bool network, 
                 return add_socket_rules(ctx, network, true);
         case RULE_IOCTL:
                 return add_ioctl_rules(ctx);
+        case RULE_PRCTL:
+                return add_prctl_rules(ctx);
         case _RULE_ACTION_MAX:
         default:
                 return -EINVAL;
@@ -170,7 +188,12 @@ int seccomp_compile_arch(const SyscallRule *rows, size_t n_rows, bool network, S
         size_t n_common;
         int r;
 
-        ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+        /* A call no row allows goes to the run's supervisor (SECCOMP_RET_USER_NOTIF), which names it and
+         * answers with an errno, or kills the run for a never-allow call (refusals.c). The call never
+         * executes either way. Until the enter library hands the final stage's listener over, and in the
+         * exec stage, which has no listener, the kernel answers ENOSYS itself: the newest filter returning
+         * the action gets the notification, and the final stage refuses everything the exec stage does. */
+        ctx = seccomp_init(SCMP_ACT_NOTIFY);
         if (!ctx)
                 return -ENOMEM;
         if (arch != seccomp_arch_native()) {
@@ -201,6 +224,13 @@ int seccomp_compile_arch(const SyscallRule *rows, size_t n_rows, bool network, S
                 if (r < 0)
                         return r;
         }
+        /* The enter library hands the final stage's listener to the supervisor on its ack socket (and on
+         * nothing else): both stages must allow it, or the exec stage's refusal would win. */
+        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sendmsg), 1,
+                             SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t) ENTER_FD_ACK));
+        if (r < 0 && r != -EEXIST)
+                return r;
+
         for (char *const *name = extra; name && *name; name++) {
                 int nr, action;
 

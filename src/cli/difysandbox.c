@@ -95,6 +95,17 @@ static int print_output(const RunOutput *out, bool timing) {
             json_object_object_add(o, "uid", json_object_new_int((int) out->uid)) < 0 ||
             json_object_object_add(o, "id", json_object_new_string(out->id)) < 0)
                 return -ENOMEM;
+        /* The calls its filters refused, named (refusals.h): what a debugging operator asks first. */
+        json_object *refused = json_object_new_array();
+        if (!refused || json_object_object_add(o, "refused_calls", refused) < 0)
+                return -ENOMEM;
+        for (unsigned i = 0; i < out->refusals.n; i++) {
+                char name[64];
+
+                refusals_name(out->refusals.calls[i].nr, name, sizeof(name));
+                if (json_object_array_add(refused, json_object_new_string(name)) < 0)
+                        return -ENOMEM;
+        }
         if (puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
                                                            JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
                 return -EIO;

@@ -143,6 +143,11 @@ def finish_snippet(proc, timeout=180):
                         time.monotonic() - proc.started)
 
 
+REFUSAL_LINE = re.compile(r'error: (system call \S+ is (not allowed in this sandbox and failed with \S+ \(see '
+                          r'allowed_syscalls in difysandbox\.conf\(5\)\)|never allowed in this sandbox[^\n]*)'
+                          r'|killed by SIGSYS: [^\n]*)\n')
+
+
 def contract_problems(res):
     """How the JSON breaks the result/error contract of difysandbox(8) and DESIGN.md §1, as a list."""
     problems = []
@@ -174,6 +179,12 @@ def contract_problems(res):
     for other in RESULT_LINES.values():
         if rest.startswith(other):
             problems.append(f'error says {other!r} but result is {result!r}')
+    # The calls the filters refused, named (src/sandbox/refusals.c), between the result's line and stderr.
+    while True:
+        m = REFUSAL_LINE.match(rest)
+        if not m:
+            break
+        rest = rest[m.end():]
     if rest != stderr:
         problems.append('the error does not end with the stderr text')
     if result == 'seccomp' and code != 159:

@@ -1,4 +1,4 @@
-// expect-result: seccomp|ok
+// expect-result: refused|ok
 // attack: child_process.exec of node printing the marker
 const MARK = 'DIFYSANDBOX-' + 'ESCAPED';
 const cp = require('child_process');

@@ -1,4 +1,4 @@
-// expect-result: seccomp|ok
+// expect-result: refused|ok
 // attack: child_process.fork of a node module
 const MARK = 'DIFYSANDBOX-' + 'ESCAPED';
 const fs = require('fs');

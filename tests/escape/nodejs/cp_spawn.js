@@ -1,4 +1,4 @@
-// expect-result: seccomp|ok
+// expect-result: refused|ok
 // attack: child_process.spawn of node with inherited stdio
 const MARK = 'DIFYSANDBOX-' + 'ESCAPED';
 console.log('calling');

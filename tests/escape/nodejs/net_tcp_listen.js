@@ -1,9 +1,18 @@
-// expect-result: seccomp|ok
+// expect-result: ok
 // options: --network
-// attack: with --network the run shares the host network namespace: a TCP listener there would be a server on the host
+// attack: a TCP server in a run with network: listen() is allowed because the run's network namespace is its own, holding only loopback; an interface beyond it would make the server reachable from elsewhere
 const MARK = 'DIFYSANDBOX-' + 'ESCAPED';
-const srv = require('net').createServer();
-srv.on('listening', () => { console.log(MARK, 'listening on the host network at', srv.address()); srv.close(); });
-srv.on('error', (e) => console.log('denied:', e.code));
-console.log('calling');
-srv.listen(0, '127.0.0.1');
+const net = require('net');
+const os = require('os');
+const srv = net.createServer((c) => c.end('hello'));
+srv.on('error', (e) => { console.log('listen failed:', e.code); process.exitCode = 3; });
+srv.listen(0, '127.0.0.1', () => {
+  const c = net.connect(srv.address().port, '127.0.0.1');
+  c.on('data', (d) => {
+    console.log('own loopback answers', d.toString());
+    const names = Object.keys(os.networkInterfaces()).sort();
+    console.log('interfaces', names);
+    if (names.some((n) => n !== 'lo')) console.log(MARK, 'the run sees interfaces beyond its loopback:', names);
+    c.destroy(); srv.close();
+  });
+});

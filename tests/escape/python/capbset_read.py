@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN): the bounding set must be empty
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

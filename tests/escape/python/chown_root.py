@@ -1,5 +1,5 @@
-# expect-result: seccomp
-# attack: chown a /tmp file to root
+# expect-result: error
+# attack: chown a /tmp file to root (chown is allowed: without CAP_CHOWN the kernel refuses any owner but the run's own)
 import os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'
 

@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: clone (syscall 56) with only SIGCHLD: a fork without CLONE_THREAD
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

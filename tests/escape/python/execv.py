@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: os.execv of the interpreter with a program that prints the marker
 import os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

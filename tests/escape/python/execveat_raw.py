@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: raw execveat (syscall 322) of the interpreter with a program that prints the marker
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: os.fork(): a second process in the run (fork is forbidden by seccomp)
 import os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: fork bomb bounded to 200 forks, every child exits at once
 import os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

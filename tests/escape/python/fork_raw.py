@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: fork via raw syscall 57 through ctypes
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: ioctl(TIOCLINUX) on fd 1 (not in the ioctl allow-list)
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

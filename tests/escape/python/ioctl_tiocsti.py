@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: ioctl(TIOCSTI) on fd 0 and fd 1 (terminal input injection)
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: mknod a character device for /dev/mem (1,1) in /tmp and read it
 import os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

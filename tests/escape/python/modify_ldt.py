@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: modify_ldt(0, buf, 16) (syscall 154)
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

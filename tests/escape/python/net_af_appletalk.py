@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # options: --network
 # attack: with --network, socket(AF_APPLETALK=5) must be killed (only AF_INET/AF_INET6 allowed)
 import ctypes, os, sys

@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # options: --network
 # attack: with --network, socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP=262): only TCP/UDP may be created
 import ctypes, os, sys

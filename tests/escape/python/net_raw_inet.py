@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # options: --network
 # attack: with --network, a raw AF_INET socket: only TCP and UDP sockets may be created
 import os, sys

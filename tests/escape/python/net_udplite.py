@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # options: --network
 # attack: with --network, socket(AF_INET6, SOCK_DGRAM, IPPROTO_UDPLITE=136): only TCP/UDP may be created
 import ctypes, os, sys

@@ -1,10 +1,11 @@
-# expect-result: seccomp
-# attack: os.system: glibc system() forks /bin/sh (a return other than -1 means a child was made)
+# expect-result: refused|ok
+# attack: os.system: glibc's system() spawns /bin/sh; creating the process must fail (EPERM), so the command never runs (glibc then returns the shell's 127 exit status)
 import os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'
 
+flag = '/tmp/system-ran-%d' % os.getpid()
 print('calling', flush=True)
-rc = os.system(sys.executable + ' -I -c "print(chr(68)+\'IFYSANDBOX-ESCAPED\')"')
+rc = os.system('echo > ' + flag)
 print('os.system returned', rc, flush=True)
-if rc != -1:
-    print(MARK, 'system() created a child')
+if os.path.exists(flag):
+    print(MARK, 'system() ran a command')

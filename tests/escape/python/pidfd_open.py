@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: pidfd_open (syscall 434) of PID 1, then pidfd_getfd of its fd 1
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

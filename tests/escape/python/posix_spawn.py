@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: os.posix_spawn of the interpreter (glibc clones with CLONE_VM|CLONE_VFORK)
 import os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

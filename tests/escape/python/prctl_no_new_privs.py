@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: prctl(PR_GET_NO_NEW_PRIVS) must say 1 and PR_SET_NO_NEW_PRIVS cannot be unset (prctl itself is not allowed)
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: sched_setscheduler(0, SCHED_FIFO, 99): a real-time spinner could starve the host
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

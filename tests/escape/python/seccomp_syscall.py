@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: seccomp(SECCOMP_GET_ACTION_AVAIL) (syscall 317): the final stage takes seccomp() away
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: execve from a raw syscall instruction in an RWX page (bypasses libc and Python)
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

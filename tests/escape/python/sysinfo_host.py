@@ -1,8 +1,9 @@
 # expect-result: ok
-# attack: sysinfo(2) reads the host's uptime, load and process count (a side channel on other tenants)
+# attack: sysinfo(2) reads the host's uptime, load and process count (a side channel on other tenants): the raw call is refused, and glibc's sysinfo() and sysconf() answer the run's own figures (enter-sizes.c)
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'
 libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
 
 
 class SysInfo(ctypes.Structure):
@@ -14,7 +15,16 @@ class SysInfo(ctypes.Structure):
 
 
 info = SysInfo()
-r = libc.sysinfo(ctypes.byref(info))
-print('sysinfo', r, os.strerror(ctypes.get_errno()))
+r = libc.syscall(ctypes.c_long(99), ctypes.byref(info))  # SYS_sysinfo on x86-64
+print('raw sysinfo', r, os.strerror(ctypes.get_errno()))
 if r == 0:
-    print(MARK, 'host uptime', info.uptime, 'processes', info.procs)
+    print(MARK, 'the raw call answered: host uptime', info.uptime, 'processes', info.procs)
+info = SysInfo()
+r = libc.sysinfo(ctypes.byref(info))
+print('sysinfo()', r, 'procs', info.procs, 'loads', list(info.loads), 'totalram', info.totalram * info.mem_unit)
+if r == 0 and (info.procs > 1 or any(info.loads) or info.totalswap):
+    print(MARK, 'host figures: processes', info.procs, 'loads', list(info.loads))
+pages = os.sysconf('SC_PHYS_PAGES')
+if r == 0 and pages * os.sysconf('SC_PAGE_SIZE') != info.totalram * info.mem_unit:
+    print('sysconf and sysinfo disagree', pages, info.totalram)
+    sys.exit(3)

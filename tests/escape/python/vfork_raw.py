@@ -1,4 +1,4 @@
-# expect-result: seccomp
+# expect-result: refused
 # attack: vfork (syscall 58) from machine code; the child exits at once with exit(0)
 import ctypes, os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'

@@ -109,7 +109,7 @@ static void build_world(const RunPlan *plan, int status_fd, ChildReport *timing)
         int r;
 
         if (plan->time_namespace) {
-                r = clocks_enter(plan->clock_start_sec, &clock_offset_usec);
+                r = clocks_enter(plan->clock_start_nsec, &clock_offset_usec);
                 if (r < 0)
                         child_failed(status_fd, RUN_STEP_CLOCKS, r);
                 timing->monotonic_offset_usec = clock_offset_usec; /* the parent converts the ack's time */

@@ -51,7 +51,7 @@ typedef struct RunPlan {
 
         /* clocks (clocks.h): false where the probe found no time namespace possible (no CAP_SYS_TIME) */
         bool time_namespace;
-        uint64_t clock_start_sec; /* what the run's boot and monotonic clocks read at its start */
+        uint64_t clock_start_nsec; /* what the run's boot and monotonic clocks read at its start, in ns */
 
         /* identity and limits */
         uid_t uid;

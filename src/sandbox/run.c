@@ -599,7 +599,7 @@ struct PreparedRun {
         int slice_oom_fd; /* and its slice's, which counts the kills of every run in it (v2) */
         uint64_t cpu_limit_usec;
         char id[RUN_ID_LEN + 1];
-        uint64_t clock_start_sec; /* its clocks' random start (clocks.h) */
+        uint64_t clock_start_nsec; /* its clocks' random start (clocks.h) */
         uint64_t start, t_uid, t_cgroup, t_clone, t_spawned, t_released; /* CLOCK_MONOTONIC */
 };
 
@@ -785,7 +785,7 @@ static int take_uid_and_cgroup(Sandbox *sb, PreparedRun *p, const CgroupLimits *
         p->t_cgroup = now(CLOCK_MONOTONIC);
         r = run_id_make(p->id);
         if (r >= 0)
-                r = clocks_random_start(&p->clock_start_sec);
+                r = clocks_random_start(&p->clock_start_nsec);
         return r < 0 ? fail(reterr, RUN_STEP_INIT, r, NULL) : 0;
 }
 
@@ -823,7 +823,7 @@ static RunPlan plan_make(const Sandbox *sb, const PreparedRun *p, const char *ro
                 .packages_fd = packages_fd,
                 .packages_target = strs->packages_target,
                 .time_namespace = sb->no_time_namespace == 0,
-                .clock_start_sec = p->clock_start_sec,
+                .clock_start_nsec = p->clock_start_nsec,
                 .uid = p->lease->uid,
                 .gid = p->lease->uid,
                 .no_caps = sb->no_caps,

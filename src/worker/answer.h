@@ -12,8 +12,11 @@
 
 typedef struct Answer Answer;
 
-/* The most of stderr the error keeps (its end), and the most an error of another form keeps whole. */
-#define ANSWER_ERROR_TAIL (4U * 1024U)
+/* The most of stderr the error keeps (its end), and the most an error of another form keeps whole. Upstream
+ * puts the whole stderr in the error, and Dify shows the error, never our stderr key, to its user: a long
+ * chained traceback or a warning in a loop (64 KiB is not unusual) must reach that user whole. 256 KiB
+ * keeps such a stderr whole, and is what a worker holds beyond the two outputs while its answer waits. */
+#define ANSWER_ERROR_TAIL (256U * 1024U)
 
 /* {"code":0,"message":"success","data":{"stdout":…,"stderr":…,"error":…,"exit_code":N}}. Takes
  * stdout_text and stderr_text (malloc()ed; freed with the answer, or at once on failure); error is copied,

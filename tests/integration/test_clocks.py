@@ -9,9 +9,15 @@ prepared run is replaced at a random age of at most DIFYSANDBOX_POOL_MAX_AGE_SEC
 
 Without CAP_SYS_TIME (a host in a container), every run failed at step 'clocks'; runs now go on without a
 time namespace, and the runner says so once.
+
+Issue 39: the start was a whole number of seconds, so a run's clocks kept the host's fraction of a second:
+against CLOCK_REALTIME, which no namespace moves, every run read the same fraction, the host clock's, to
+the nanosecond. The start is now drawn to the nanosecond; the fraction a warm run reads at its first
+statement is uniform, and the same after short and long idle times.
 """
 
 import json
+import math
 import subprocess
 import time
 
@@ -77,6 +83,78 @@ console.log(JSON.stringify({ uid: process.getuid(), uptime: process.uptime(), no
     # The clocks themselves, as for Python.
     for clock in ('hrtime', 'os'):
         assert not got['age_min'] <= got[clock] <= got['age_max'], (clock, got)
+
+
+# The fraction test: PHASE_RUNS warm runs after each of two idle times, taken in turn. Its two statistics
+# have known false-failure chances when the property holds (the fractions uniform and independent of the
+# idle time), whatever the machine's load or timings; where the property fails as it did (whole-second
+# starts: one fraction in every run) the first fails every time.
+PHASE_RUNS = 16
+PHASE_IDLE_S = (0.2, 1.2)
+# Dvoretzky-Kiefer-Wolfowitz (Massart's constant): for n uniform draws, P(sup |F_n(x) - x| > eps) <=
+# 2 exp(-2 n eps^2): for 32 draws and eps = 0.45, 4.7e-6. One fraction in every run makes it 0.5 or more.
+PHASE_UNIFORM_EPS = 0.45
+# Two-sample Kolmogorov-Smirnov, exact for two samples of 16: D >= 14/16 has a chance of 1.7e-6.
+PHASE_APART_K = 14
+PHASE_CODE = '''
+import json, os, time
+m, b, r = time.clock_gettime_ns(time.CLOCK_MONOTONIC), time.clock_gettime_ns(time.CLOCK_BOOTTIME), time.time_ns()
+print(json.dumps({'uid': os.getuid(), 'monotonic': m, 'boottime': b, 'realtime': r}))
+'''
+
+
+def ks_uniform(xs):
+    """sup |F_n(x) - x| for draws xs in [0, 1)."""
+    xs, n = sorted(xs), len(xs)
+    return max(max((i + 1) / n - x, x - i / n) for i, x in enumerate(xs))
+
+
+def ks_two_sample_k(a, b):
+    """n * sup |F_a - F_b| for two samples of n each: an integer."""
+    assert len(a) == len(b)
+    points = sorted([(x, 1) for x in a] + [(x, -1) for x in b])
+    d = k = 0
+    for _, step in points:
+        d += step
+        k = max(k, abs(d))
+    return k
+
+
+def ks_two_sample_p(n, k):
+    """P(n * D >= k) for two samples of n uniform draws each (Gnedenko and Korolyuk)."""
+    return 2 * sum((-1) ** (j + 1) * math.comb(2 * n, n - j * k) for j in range(1, n // k + 1)) / math.comb(2 * n, n)
+
+
+def test_ks_statistics():
+    """The statistics themselves, on fractions that must pass and fail."""
+    assert ks_uniform([(i + 0.5) / 32 for i in range(32)]) <= 1 / 64 + 1e-12
+    assert ks_uniform([0.3] * 32) >= 0.5
+    assert ks_two_sample_k([0.1] * 16, [0.9] * 16) == 16
+    assert ks_two_sample_k([i / 16 for i in range(16)], [(i + 0.5) / 16 for i in range(16)]) == 1
+    assert ks_two_sample_p(16, PHASE_APART_K) < 2e-6
+    assert 2 * math.exp(-2 * 2 * PHASE_RUNS * PHASE_UNIFORM_EPS ** 2) < 5e-6
+
+
+def test_a_warm_runs_fraction_of_a_second_tells_no_idle_time(pooled):
+    fractions = {idle: {'monotonic': [], 'boottime': []} for idle in PHASE_IDLE_S}
+    for i in range(PHASE_RUNS * len(PHASE_IDLE_S)):
+        idle = PHASE_IDLE_S[i % len(PHASE_IDLE_S)]
+        runs = wait_until(lambda: pool_waiting(pooled), timeout=90)
+        assert runs, f'the pool never held its prepared runs: {prepared_runs(pooled)}'
+        time.sleep(idle)
+        body = run(pooled, PHASE_CODE)
+        assert body['code'] == 0 and body['data']['error'] == '', body
+        got = json.loads(body['data']['stdout'])
+        assert got['uid'] in runs.values(), f'not a prepared run: UID {got["uid"]}, pool {runs}'
+        for clock in ('monotonic', 'boottime'):
+            fractions[idle][clock].append((got[clock] - got['realtime']) % 10**9 / 10**9)
+    short, long = (fractions[idle] for idle in PHASE_IDLE_S)
+    for clock in ('monotonic', 'boottime'):
+        both = short[clock] + long[clock]
+        d = ks_uniform(both)
+        assert d <= PHASE_UNIFORM_EPS, (clock, d, sorted(both))  # not the host's fraction in every run
+        k = ks_two_sample_k(short[clock], long[clock])
+        assert k < PHASE_APART_K, (clock, k, short[clock], long[clock])  # the idle time does not show
 
 
 def test_an_old_prepared_run_is_replaced():

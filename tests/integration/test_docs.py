@@ -291,6 +291,21 @@ def test_relative_links_point_at_files_and_headings():
     assert not broken, 'links to files or headings that do not exist:\n' + '\n'.join(broken)
 
 
+def test_performance_page_is_a_reference_that_links_its_log():
+    """Issue 39: docs/performance.md is the current figures, their commands and their bounds, under 300
+    lines; the journal of the sittings is docs/performance-log.md, which the page links. Every section with
+    a table says when it was measured and on which head."""
+    page = (REPO / 'docs' / 'performance.md').read_text()
+    assert len(page.splitlines()) <= 300, f'docs/performance.md has {len(page.splitlines())} lines'
+    assert '](performance-log.md' in page, 'docs/performance.md does not link docs/performance-log.md'
+    assert (REPO / 'docs' / 'performance-log.md').exists()
+    for section in re.split(r'^#{2,3} ', page, flags=re.M)[1:]:
+        if re.search(r'^\|---', section, re.M):
+            title = section.splitlines()[0]
+            assert re.search(r'\b20\d\d-\d\d-\d\d\b', section), f'"{title}": a table without its date'
+            assert re.search(r'\bhead [0-9a-f]{7,40}\b', section), f'"{title}": a table without its head'
+
+
 def test_message_ids_in_the_docs_are_the_codes():
     """A MESSAGE_ID an operator is told to query is one the code writes."""
     defined = set()

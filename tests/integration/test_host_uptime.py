@@ -11,7 +11,7 @@ import time
 
 # One second of slack covers the rounding of the readings only.
 SLACK_S = 1.0
-# A run's clocks start at a random whole number of seconds below this (src/sandbox/clocks.h).
+# A run's clocks start at a random time below this, to the nanosecond (src/sandbox/clocks.h).
 START_SPAN_S = 2 ** 24
 
 

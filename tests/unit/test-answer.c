@@ -106,7 +106,7 @@ static void test_reads_are_sequential(void **state) {
 }
 
 /* The issue's run: 4 MiB - 1 of \x01 on each stream and exit 1. The answer was 75.5 MB; now the error
- * keeps only stderr's tail, and the text is made 64 KiB at a time. */
+ * keeps only stderr's tail (ANSWER_ERROR_TAIL), and the text is made 64 KiB at a time. */
 static void test_error_keeps_only_the_tail_of_stderr(void **state) {
         size_t n = (4U << 20) - 1, len, error_len;
         char *stream = malloc(n), *error, *text;
@@ -148,9 +148,54 @@ static void test_error_keeps_only_the_tail_of_stderr(void **state) {
         answer_free(a);
 }
 
+/* An error of head + a stderr of n bytes ('a'..'z' over and over), cut. */
+static char *cut_of(size_t n, size_t *ret_len, char **ret_stderr) {
+        const char *head = "process exited with code 1\n";
+        char *stderr_text = malloc(n), *error = malloc(strlen(head) + n), *out = NULL;
+
+        assert_non_null(stderr_text);
+        assert_non_null(error);
+        for (size_t i = 0; i < n; i++)
+                stderr_text[i] = (char) ('a' + i % 26);
+        memcpy(error, head, strlen(head));
+        memcpy(error + strlen(head), stderr_text, n);
+        assert_int_equal(answer_error_cut(error, strlen(head) + n, stderr_text, n, &out, ret_len), 0);
+        free(error);
+        *ret_stderr = stderr_text;
+        return out;
+}
+
+/* Dify shows the error, not stderr: a 64 KiB traceback, and one of exactly ANSWER_ERROR_TAIL bytes, reach
+ * it whole; one byte more is cut to the last ANSWER_ERROR_TAIL. */
+static void test_error_keeps_a_long_stderr_whole(void **state) {
+        const char *head = "process exited with code 1\n",
+                   *cut_head =
+                           "process exited with code 1\n[1 bytes cut: the error keeps the end of stderr]\n";
+        const size_t whole[] = { 64U * 1024U, ANSWER_ERROR_TAIL };
+        char *out, *stderr_text, *s;
+        size_t len, n = ANSWER_ERROR_TAIL + 1;
+
+        assert_true(ANSWER_ERROR_TAIL >= 256U * 1024U);
+        for (size_t k = 0; k < sizeof(whole) / sizeof(whole[0]); k++) {
+                out = cut_of(whole[k], &len, &stderr_text);
+                assert_int_equal(len, strlen(head) + whole[k]);
+                assert_memory_equal(out + strlen(head), stderr_text, whole[k]);
+                free(out);
+                free(stderr_text);
+        }
+
+        out = cut_of(n, &len, &stderr_text);
+        s = out + strlen(cut_head);
+        assert_true(strncmp(out, cut_head, strlen(cut_head)) == 0);
+        assert_int_equal(len - (size_t) (s - out), ANSWER_ERROR_TAIL);
+        assert_memory_equal(s, stderr_text + 1, ANSWER_ERROR_TAIL);
+        free(out);
+        free(stderr_text);
+}
+
 static void test_error_cut_forms(void **state) {
         char *out = NULL, *stderr_text, *error;
-        size_t len, n = 10000;
+        size_t len, n = ANSWER_ERROR_TAIL + 10000;
 
         /* short: kept whole */
         assert_int_equal(answer_error_cut("process exited with code 1\nboom\n", 32, "boom\n", 5, &out, &len),
@@ -164,6 +209,8 @@ static void test_error_cut_forms(void **state) {
                 memcpy(stderr_text + i, "\xc3\xa9", 2);
         memcpy(stderr_text + n, "\0x", 2);
         error = malloc(n + 64);
+        assert_non_null(stderr_text);
+        assert_non_null(error);
         len = (size_t) sprintf(error, "process exited with code 1\nerror: timeout\n");
         memcpy(error + len, stderr_text, n);
         assert_int_equal(answer_error_cut(error, len + n, stderr_text, n + 2, &out, &len), 0);
@@ -179,6 +226,7 @@ static void test_error_cut_forms(void **state) {
         assert_int_equal(answer_error_cut(error, n, "zzz", 3, &out, &len), 0);
         assert_true(len < 1024 + ANSWER_ERROR_TAIL + 100);
         assert_non_null(strstr(out, " bytes cut"));
+        assert_true(len > ANSWER_ERROR_TAIL); /* its first 1 KiB, then its end */
         free(out);
         free(error);
         free(stderr_text);
@@ -189,6 +237,7 @@ int main(void) {
                 cmocka_unit_test(test_same_text_as_json_c),
                 cmocka_unit_test(test_reads_are_sequential),
                 cmocka_unit_test(test_error_keeps_only_the_tail_of_stderr),
+                cmocka_unit_test(test_error_keeps_a_long_stderr_whole),
                 cmocka_unit_test(test_error_cut_forms),
         };
 

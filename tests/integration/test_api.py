@@ -84,9 +84,18 @@ def test_timeout_error_text(server):
 
 
 def test_seccomp_kill_error_text(server):
-    data = envelope(server.run('import os\nos.fork()'))['data']
+    # a never-allow call (ptrace) kills; the line after upstream's names it
+    data = envelope(server.run('import ctypes\nctypes.CDLL(None).syscall(101, 0, 0, 0, 0)'))['data']
     assert data['exit_code'] == 159
-    assert data['error'].startswith('process exited with code 159\nerror: operation not permitted\n')
+    assert data['error'].startswith('process exited with code 159\nerror: operation not permitted\n'
+                                    'error: system call ptrace is never allowed in this sandbox')
+
+
+def test_fork_fails_at_the_users_line(server):
+    data = envelope(server.run('import os\nos.fork()'))['data']
+    assert data['exit_code'] == 1
+    assert data['error'].startswith('process exited with code 1\nTraceback')
+    assert data['error'].endswith('PermissionError: [Errno 1] Operation not permitted\n')
 
 
 def test_output_that_is_not_utf8_becomes_replacement_characters(server):

@@ -8,6 +8,7 @@ import http.server
 import io
 import json
 import os
+import re
 import shlex
 import socket
 import threading
@@ -568,7 +569,8 @@ def test_stats_count_the_runs_by_result(container):
         before = stats(container)
         expected = {"ok": 0, "error": 0, "timeout": 0, "memory": 0, "seccomp": 0, "rejected": 0}
         for code, result in (("print('ok')", "ok"), ("print('ok')", "ok"), ("import sys; sys.exit(3)", "error"),
-                             ("import os; os.fork()", "seccomp"), ("while True:\n    pass", "timeout"),
+                             ("import ctypes; ctypes.CDLL(None).syscall(101, 0, 0, 0, 0)", "seccomp"),
+                             ("while True:\n    pass", "timeout"),
                              ("b = bytearray(b'x') * (256 << 20)", "memory")):
             status, env = post_run(code)
             assert status == 200 and env["code"] == 0, env
@@ -694,6 +696,25 @@ def test_journal_run_records_by_message_id_with_all_fields(container):
     # The catalog explains it.
     explained = container.journal("-x", "-o", "short", "MESSAGE_ID=6b4c976ba6474881ab52fe04f0940326", "-n", "1")
     assert "difysandbox run" in explained and "finished" in explained, explained
+
+
+def test_refused_calls_are_named_in_answer_journal_and_stats(container):
+    """Issue 38: a call outside the policy fails in the snippet, and the answer, the run's journal record
+    and GetStats name it; `difysandboxctl status` shows what users' code needs."""
+    before = stats(container).get("RefusedCalls", {}).get("python3", {}).get("getcpu", 0)
+    code = "import ctypes, sys\nfor _ in range(2): ctypes.CDLL(None).syscall(309, 0, 0, 0)\nsys.exit(2)\n"
+    status, env = post_run(code)
+    assert status == 200 and env["code"] == 0, env
+    error = env["data"]["error"]
+    assert error.startswith("process exited with code 2\nerror: system call getcpu is not allowed in this "
+                            "sandbox and failed with ENOSYS"), error
+    time.sleep(0.5)
+    recs = [r for r in run_records(container) if r.get("SYSCALL") == "getcpu"]
+    assert recs, "no run record with SYSCALL=getcpu"
+    assert recs[-1]["REFUSED_SYSCALLS"] == "getcpu:2" and recs[-1]["REFUSED_SYSCALL_COUNT"] == "2", recs[-1]
+    assert stats(container)["RefusedCalls"]["python3"]["getcpu"] == before + 2
+    out = container.sh("difysandboxctl status").stdout
+    assert re.search(r"^Refused calls:  .*python3 getcpu \d+", out, re.M), out
 
 
 # ---------------------------------------------------------------------------- permissions

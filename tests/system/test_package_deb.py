@@ -441,6 +441,10 @@ def test_escape_is_blocked_through_the_packaged_service(installed, case):
     text = data["stdout"] + data["stderr"] + data["error"]
     assert MARKER not in text, f"{case} ESCAPED through the packaged service ({header['attack']}): {data}"
     result = classify(data)
+    if "refused" in expect and result in ("ok", "error"):
+        # The API carries no refused_calls (the integration tier checks each case's naming); here the
+        # run went on after the refusal, and the marker rule above is what proves it was blocked.
+        result = "refused"
     assert "any" in expect or result in expect, f"{case}: result {result}, expected {sorted(expect)}: {data}"
     if result == "seccomp" and re.search(r"^\s*(print\('calling'|console\.log\('calling'\))", code, re.M):
         assert data["stdout"].rstrip("\n").rpartition("\n")[2] == "calling", \

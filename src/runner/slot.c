@@ -132,8 +132,10 @@ void slot_main(const HandlerContext *ctx, Language language, bool network, bool 
          * A slot slower than SLOT_PRELOAD_WAIT_USEC is offered all the same. */
         char *const *modules = runtime_pool_preload(runtime_get(language), ctx->cfg);
         r = preload && modules && modules[0] ? prepared_run_wait_waiting(p, SLOT_PRELOAD_WAIT_USEC) : 0;
-        if (r == -ESRCH) {
-                log_debug("A %s run of the pool died while importing its preloads",
+        if (r == -ESRCH || r == -EPERM) {
+                /* -EPERM: a preload made a never-allowed call; the run is never offered. */
+                log_debug("A %s run of the pool died, or made a never-allowed call, while importing its "
+                          "preloads",
                           language_to_string(language));
                 p = prepared_run_free(p);
                 _exit(EXIT_FAILURE);

@@ -133,8 +133,10 @@ int prepared_run_execute(Sandbox *sb, PreparedRun *p, const char *code, size_t c
 uint64_t prepared_run_packages_generation(const PreparedRun *p);
 int prepared_run_pidfd(const PreparedRun *p);
 /* Waits until the interpreter has imported its preloads and waits for its code (its bootstrap closed
- * ENTER_FD_READY), so that a request handed this run does not wait for the imports. -ESRCH: it died;
- * -ETIMEDOUT: not within timeout_usec. */
+ * ENTER_FD_READY), so that a request handed this run does not wait for the imports. Meanwhile it answers
+ * the calls its filters refuse, as the run's execution will (refusals.h). -ESRCH: it died; -EPERM: it made
+ * a never-allowed call, and must be dropped (prepared_run_free() kills it); -ETIMEDOUT: not within
+ * timeout_usec. */
 int prepared_run_wait_waiting(PreparedRun *p, uint64_t timeout_usec);
 /* The fd that the bootstrap of a language must close once its preloads are imported (ENTER_FD_READY). */
 #define RUN_READY_FD 7

@@ -39,6 +39,7 @@ typedef struct RunPlan {
         const char *root;            /* the runtime tree, bound read-only as / */
         const char *root_tmp;        /* <root>/tmp */
         const char *tmp_options;     /* tmpfs options of /tmp: size, nr_inodes, mode */
+        const char *root_proc;       /* <root>/proc, or NULL for a tree built without it */
         const char *dev_sources[3];  /* /dev/null, /dev/zero, /dev/urandom */
         const char *dev_targets[3];  /* <root>/dev/... */
         const char *support_source;  /* the enter library's directory on the host: it and the Node.js

@@ -58,6 +58,15 @@ int rootfs_enter(const RunPlan *plan) {
         if (mount("tmpfs", plan->root_tmp, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, plan->tmp_options) < 0)
                 return -errno;
 
+        /* The run's own processes, and nothing else of the kernel's: a proc of the run's PID namespace
+         * (which holds only the run) with subset=pid, so no /proc/sys, /proc/kcore, /proc/meminfo or
+         * /proc/loadavg, only /proc/<pid>, /proc/self and /proc/thread-self (as bubblewrap and nsjail
+         * give). Node's process.memoryUsage() and libraries reading /proc/self/{stat,status,fd} need
+         * it. Its times follow the run's time namespace. */
+        if (plan->root_proc && mount("proc", plan->root_proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                     "subset=pid,hidepid=invisible") < 0)
+                return -errno;
+
         /* Device nodes: their own mounts (the root is nodev), read-only (data still flows: a device's
          * I/O is not a write to the filesystem), noexec. */
         for (int i = 0; i < 3; i++) {

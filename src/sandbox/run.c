@@ -317,7 +317,7 @@ static int check_packages_mount(const char *root, RunFailure *reterr) {
 
 /* Strings the child needs, computed here because the child allocates nothing. */
 typedef struct PlanStrings {
-        char *root_tmp, *tmp_options, *dev_targets[3], *support_source, *support_target, *exec_path;
+        char *root_tmp, *tmp_options, *root_proc, *dev_targets[3], *support_source, *support_target, *exec_path;
         char *packages_target; /* NULL without a generation */
         char **envp;
 } PlanStrings;
@@ -325,6 +325,7 @@ typedef struct PlanStrings {
 static void plan_strings_done(PlanStrings *s) {
         free(s->root_tmp);
         free(s->tmp_options);
+        free(s->root_proc);
         for (int i = 0; i < 3; i++)
                 free(s->dev_targets[i]);
         free(s->support_source);
@@ -382,8 +383,12 @@ static int plan_strings_make(const Config *cfg, const RunLanguage *lang, bool ne
         if (asprintf(&s->root_tmp, "%s/tmp", root) < 0 ||
             asprintf(&s->tmp_options, "size=%" PRIu64 ",nr_inodes=%u,mode=1777", cfg->tmp_size, 16384U) <
                     0 ||
-            asprintf(&s->support_target, "%s" SUPPORT_DIR, root) < 0)
+            asprintf(&s->support_target, "%s" SUPPORT_DIR, root) < 0 ||
+            asprintf(&s->root_proc, "%s/proc", root) < 0)
                 return -ENOMEM;
+        /* A tree built before it had /proc (an upgrade whose trees are not rebuilt yet) runs without. */
+        if (access(s->root_proc, F_OK) < 0)
+                s->root_proc = (free(s->root_proc), NULL);
         for (int i = 0; i < 3; i++)
                 if (asprintf(&s->dev_targets[i], "%s%s", root, dev_nodes[i]) < 0)
                         return -ENOMEM;
@@ -816,6 +821,7 @@ static RunPlan plan_make(const Sandbox *sb, const PreparedRun *p, const char *ro
                 .root = root,
                 .root_tmp = strs->root_tmp,
                 .tmp_options = strs->tmp_options,
+                .root_proc = strs->root_proc,
                 .dev_sources = { dev_nodes[0], dev_nodes[1], dev_nodes[2] },
                 .dev_targets = { strs->dev_targets[0], strs->dev_targets[1], strs->dev_targets[2] },
                 .support_source = strs->support_source,
@@ -1167,11 +1173,11 @@ static int output_text(OutputReport *rep, int status, RunOutput *out) {
                 return r;
         if (out->result == RUN_RESULT_SECCOMP && out->refusals.killed_nr < 0)
                 /* No call was named: the filter itself killed it, which it does only for a call of another
-                 * ABI (x32, i386), or the run sent itself SIGSYS. */
+                 * ABI (x32, i386). The run cannot send its PID 1 a signal that kills it. */
                 return result_format_error_detail(
                         out->result, out->exit_code, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
                         "error: killed by SIGSYS: a system call of another ABI (x32 or i386) is never allowed "
-                        "in this sandbox, or the run sent itself SIGSYS\n",
+                        "in this sandbox\n",
                         out->stderr_text, &out->error);
         return result_format_error_detail(out->result, out->exit_code,
                                           WIFSIGNALED(status) ? WTERMSIG(status) : 0, detail,

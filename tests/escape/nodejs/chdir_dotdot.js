@@ -2,7 +2,8 @@
 // attack: process.chdir("..") 64 times from /tmp and readdir the directory reached
 const MARK = 'DIFYSANDBOX-' + 'ESCAPED';
 const fs = require('fs');
-const HOST_ONLY = ['proc', 'sys', 'root', 'home', 'var', 'boot', 'run', 'work', 'srv', 'opt', 'mnt', 'media', 'lost+found', 'snap'];
+// (not proc: the run has a /proc of its own, of its own processes only; proc_sys.js checks it)
+const HOST_ONLY = ['sys', 'root', 'home', 'var', 'boot', 'run', 'work', 'srv', 'opt', 'mnt', 'media', 'lost+found', 'snap'];
 console.log('calling');
 process.chdir('/tmp');
 for (let i = 0; i < 64; i++) process.chdir('..');

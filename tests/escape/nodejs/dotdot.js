@@ -2,7 +2,8 @@
 // attack: climb above / through ".." path components and readdir what is there
 const MARK = 'DIFYSANDBOX-' + 'ESCAPED';
 const fs = require('fs');
-const HOST_ONLY = ['proc', 'sys', 'root', 'home', 'var', 'boot', 'run', 'work', 'srv', 'opt', 'mnt', 'media', 'lost+found', 'snap'];
+// (not proc: the run has a /proc of its own, of its own processes only; proc_sys.js checks it)
+const HOST_ONLY = ['sys', 'root', 'home', 'var', 'boot', 'run', 'work', 'srv', 'opt', 'mnt', 'media', 'lost+found', 'snap'];
 const root = fs.statSync('/');
 for (const dir of ['/..', '/../../..', '/tmp/../../../..', '/usr/lib/../../../../..']) {
   const names = fs.readdirSync(dir);

@@ -2,7 +2,8 @@
 // attack: symlinks in /tmp to /etc/shadow and host paths, then read through them
 const MARK = 'DIFYSANDBOX-' + 'ESCAPED';
 const fs = require('fs');
-const targets = ['/etc/shadow', '/root', '/home', '/var/lib/difysandbox', '/run/difysandbox', '/proc/1/root', '/work'];
+// (/proc/1/root is the run's own root: proc_sys.js checks it)
+const targets = ['/etc/shadow', '/root', '/home', '/var/lib/difysandbox', '/run/difysandbox', '/work'];
 targets.forEach((t, i) => {
   const link = `/tmp/link-${process.pid}-${i}`;
   console.log('calling');

@@ -3,7 +3,8 @@
 import os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'
 
-HOST_ONLY = {'proc', 'sys', 'root', 'home', 'var', 'boot', 'run', 'work', 'srv', 'opt', 'mnt', 'media', 'lost+found', 'snap'}
+# (not proc: the run has a /proc of its own, of its own processes only; proc_sys.py checks it)
+HOST_ONLY = {'sys', 'root', 'home', 'var', 'boot', 'run', 'work', 'srv', 'opt', 'mnt', 'media', 'lost+found', 'snap'}
 root = os.stat('/')
 for path in ('/..', '/../../..', '/tmp/../../../..', '/usr/lib/../../../../..', '/dev/../..'):
     names = set(os.listdir(path))

@@ -250,7 +250,8 @@ static int print_status_pool(json_object *stats) {
 }
 
 /* "Refused calls:  python3 listxattr 3, getcpu 1; nodejs none": what users' code needed that the policy
- * does not allow (allowed_syscalls in difysandbox.conf(5)). Up to 8 calls per language, most refused first. */
+ * does not allow (allowed_syscalls in difysandbox.conf(5)). Up to 8 calls per language, most refused first.
+ */
 static void print_status_refusals(json_object *stats) {
         json_object *refused = json_member(stats, "refused_calls");
         size_t shown = 0;
@@ -291,14 +292,10 @@ static void print_status_refusals(json_object *stats) {
 
 /* status --json: the manager's figures under stable names. */
 static int print_status_json(const char *version, json_object *stats, json_object *jobs) {
-        static const char *const keys[] = { "uptime_usec",
-                                            "active_runs",
-                                            "uid_pool_free",
-                                            "uid_pool_size",
-                                            "pool_by_language",
-                                            "refused_calls",
-                                            "config_loaded_at_usec",
-                                            "dependency_generations",
+        static const char *const keys[] = { "uptime_usec",           "active_runs",
+                                            "uid_pool_free",         "uid_pool_size",
+                                            "pool_by_language",      "refused_calls",
+                                            "config_loaded_at_usec", "dependency_generations",
                                             "config_changed_on_disk" };
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
 

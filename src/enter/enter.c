@@ -4,10 +4,10 @@
  * no libc allocation and no libseccomp: the filter arrives compiled (enter-protocol.h). */
 
 #include <errno.h>
-#include <stddef.h>
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -105,7 +105,8 @@ __attribute__((constructor)) static void enter_final_stage(void) {
                 enter_fail("cannot install the final filter");
 
         /* From here on a call the filter refuses waits for the supervisor, which has no listener until this
-         * message: nothing but the sendmsg() below (which the filter allows on this fd alone) and close(). */
+         * message: nothing but the sendmsg() below (which the filter allows on this fd alone) and close().
+         */
         ack.usec = now(CLOCK_MONOTONIC); /* vDSO */
         if (send_ack(&ack, listener) < 0)
                 _exit(125); /* the parent is gone or the ack socket broken: nothing may run */

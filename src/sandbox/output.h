@@ -24,10 +24,10 @@ typedef struct OutputFds {
         int status_fd; /* read end: ChildReport(s), then EOF at execve() */
         int ack_fd;    /* our end of the ack socket: ENTER_ACK with the final stage's listener, or -1 when a
                         * prepared run received it already (acked, ack_usec and notify_fd below) */
-        bool acked;         /* received before the pump: ack_usec is the run's clock, notify_fd its listener */
+        bool acked;    /* received before the pump: ack_usec is the run's clock, notify_fd its listener */
         uint64_t ack_usec;
-        int notify_fd;      /* the final stage's seccomp listener when acked; consumed (closed) by the pump */
-        Refusals refusals;  /* what was refused before the pump (a prepared run's preloads) */
+        int notify_fd;     /* the final stage's seccomp listener when acked; consumed (closed) by the pump */
+        Refusals refusals; /* what was refused before the pump (a prepared run's preloads) */
         int stdout_fd, stderr_fd;
         /* Optional (on_events NULL: none): a cgroup file that signals changes with POLLPRI (memory.events),
          * and what to do with it. Called on each change and once when PID 1 exits, while the cgroup is

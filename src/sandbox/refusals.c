@@ -18,8 +18,8 @@
 
 /* clone() flags that make namespaces: only an escape attempt asks for them inside a run (the filter's
  * thread rule refuses any of them, and so does the kernel for an unprivileged caller). */
-#define CLONE_NAMESPACE_FLAGS                                                                              \
-        ((uint64_t) (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |       \
+#define CLONE_NAMESPACE_FLAGS                                                                      \
+        ((uint64_t) (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | \
                      CLONE_NEWPID | CLONE_NEWNET))
 
 const char *refusals_name(int nr, char *buf, size_t size) {
@@ -131,9 +131,11 @@ void refusals_describe(const Refusals *r, char *ret_syscall, size_t syscall_size
 
         ret_syscall[0] = ret_list[0] = '\0';
         if (r->killed_nr >= 0)
-                (void) snprintf(ret_syscall, syscall_size, "%s", refusals_name(r->killed_nr, name, sizeof(name)));
+                (void) snprintf(ret_syscall, syscall_size, "%s",
+                                refusals_name(r->killed_nr, name, sizeof(name)));
         else if (r->n > 0)
-                (void) snprintf(ret_syscall, syscall_size, "%s", refusals_name(r->calls[0].nr, name, sizeof(name)));
+                (void) snprintf(ret_syscall, syscall_size, "%s",
+                                refusals_name(r->calls[0].nr, name, sizeof(name)));
         for (unsigned i = 0; i < r->n && used < list_size; i++) {
                 int n = snprintf(ret_list + used, list_size - used, "%s%s:%" PRIu32, used > 0 ? " " : "",
                                  refusals_name(r->calls[i].nr, name, sizeof(name)), r->calls[i].count);

@@ -2,9 +2,10 @@
 /* refusals: the run's supervisor for the calls its filters refuse (DESIGN §3.7). The final stage hands every
  * call that no row allows to the seccomp listener the enter library sends us (SECCOMP_RET_USER_NOTIF); here
  * each one is named, counted, and answered with the errno its name calls for (seccomp_refusal_answer()), or
- * the run is to be killed: a never-allow call that only an escape or an attack makes. The call never executes
- * either way, and the kernel's own record of it (audit, rate-limited and root-only) is not needed. Used by
- * output.c while the run executes and by run.c while a prepared run imports its preloads. Never logs. */
+ * the run is to be killed: a never-allow call that only an escape or an attack makes. The call never
+ * executes either way, and the kernel's own record of it (audit, rate-limited and root-only) is not needed.
+ * Used by output.c while the run executes and by run.c while a prepared run imports its preloads. Never
+ * logs. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,8 +22,8 @@ typedef struct Refusal {
 typedef struct Refusals {
         Refusal calls[REFUSALS_MAX]; /* in the order they first came */
         unsigned n;
-        uint64_t total;  /* every refused call, named above or not */
-        int killed_nr;   /* the never-allow call that ended the run, or -1 */
+        uint64_t total; /* every refused call, named above or not */
+        int killed_nr;  /* the never-allow call that ended the run, or -1 */
 } Refusals;
 
 #define REFUSALS_NULL ((Refusals){ .killed_nr = -1 })

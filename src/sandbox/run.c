@@ -317,7 +317,8 @@ static int check_packages_mount(const char *root, RunFailure *reterr) {
 
 /* Strings the child needs, computed here because the child allocates nothing. */
 typedef struct PlanStrings {
-        char *root_tmp, *tmp_options, *root_proc, *dev_targets[3], *support_source, *support_target, *exec_path;
+        char *root_tmp, *tmp_options, *root_proc, *dev_targets[3], *support_source, *support_target,
+                *exec_path;
         char *packages_target; /* NULL without a generation */
         char **envp;
 } PlanStrings;
@@ -600,7 +601,7 @@ struct PreparedRun {
         uint64_t ack_usec; /* the run's clock */
         int notify_fd;     /* the final stage's seccomp listener */
         Refusals refusals;
-        int oom_fd;   /* in a scope: its OOM counter, opened while it exists (cgroup_open_oom_counter()) */
+        int oom_fd; /* in a scope: its OOM counter, opened while it exists (cgroup_open_oom_counter()) */
         int slice_oom_fd; /* and its slice's, which counts the kills of every run in it (v2) */
         uint64_t cpu_limit_usec;
         char id[RUN_ID_LEN + 1];
@@ -1145,7 +1146,8 @@ static RunOutput classify(const PreparedRun *p, const OutputReport *rep, const O
                  * it, outranks this (result_classify()); else it is a kill from outside. (SIGXCPU cannot
                  * help: the kernel drops it for the PID 1 of a namespace.) */
                 .cpu_limit_hit = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !rep->timed_out &&
-                                 !rep->output_truncated && cpu + cpu_margin(p->cpu_limit_usec) >= p->cpu_limit_usec,
+                                 !rep->output_truncated &&
+                                 cpu + cpu_margin(p->cpu_limit_usec) >= p->cpu_limit_usec,
                 .output_truncated = rep->output_truncated,
                 .oom_kills = oom,
                 .oom_unobservable =
@@ -1183,11 +1185,12 @@ static int output_text(OutputReport *rep, int status, RunOutput *out) {
         if (out->result == RUN_RESULT_SECCOMP && out->refusals.killed_nr < 0)
                 /* No call was named: the filter itself killed it, which it does only for a call of another
                  * ABI (x32, i386). The run cannot send its PID 1 a signal that kills it. */
-                return result_format_error_detail(
-                        out->result, out->exit_code, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-                        "error: killed by SIGSYS: a system call of another ABI (x32 or i386) is never allowed "
-                        "in this sandbox\n",
-                        out->stderr_text, &out->error);
+                return result_format_error_detail(out->result, out->exit_code,
+                                                  WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+                                                  "error: killed by SIGSYS: a system call of another ABI "
+                                                  "(x32 or i386) is never allowed "
+                                                  "in this sandbox\n",
+                                                  out->stderr_text, &out->error);
         return result_format_error_detail(out->result, out->exit_code,
                                           WIFSIGNALED(status) ? WTERMSIG(status) : 0, detail,
                                           out->stderr_text, &out->error);

@@ -306,17 +306,19 @@ static const struct {
         const char *reason;
 } refusal_errors[] = {
         { "clone", EPERM, "creates a process: a run may start threads only" },
-        { "ioctl", ENOTTY, NULL },       /* "not a terminal": what libraries expect of an unknown request */
+        { "ioctl", ENOTTY, NULL },        /* "not a terminal": what libraries expect of an unknown request */
         { "socket", EAFNOSUPPORT, NULL }, /* a family or type other than TCP, UDP, AF_UNIX or netlink */
 };
 
 RefusalAnswer seccomp_refusal_answer(const char *name) {
         for (size_t i = 0; i < sizeof(never_allow) / sizeof(never_allow[0]); i++)
                 if (strcmp(never_allow[i].name, name) == 0)
-                        return (RefusalAnswer){ .error = never_allow[i].answer, .reason = never_allow[i].reason };
+                        return (RefusalAnswer){ .error = never_allow[i].answer,
+                                                .reason = never_allow[i].reason };
         for (size_t i = 0; i < sizeof(refusal_errors) / sizeof(refusal_errors[0]); i++)
                 if (strcmp(refusal_errors[i].name, name) == 0)
-                        return (RefusalAnswer){ .error = refusal_errors[i].error, .reason = refusal_errors[i].reason };
+                        return (RefusalAnswer){ .error = refusal_errors[i].error,
+                                                .reason = refusal_errors[i].reason };
         /* "Not here": the answer libraries take as "fall back", as Docker's default profile gives. */
         return (RefusalAnswer){ .error = ENOSYS };
 }

@@ -24,8 +24,8 @@
 
 /* With network, the only sockets of the Internet families: TCP streams and UDP datagrams (protocol 0 or
  * the explicit one), SOCK_NONBLOCK and SOCK_CLOEXEC allowed. Anything else of AF_INET/AF_INET6 (MPTCP,
- * UDP-Lite, SCTP, raw and ICMP sockets) is left to the default action (the supervisor: EAFNOSUPPORT). The type is an int: bits above
- * 32 are ignored by the kernel, so they are masked here too. */
+ * UDP-Lite, SCTP, raw and ICMP sockets) is left to the default action (the supervisor: EAFNOSUPPORT). The
+ * type is an int: bits above 32 are ignored by the kernel, so they are masked here too. */
 static int add_inet_socket_rules(scmp_filter_ctx ctx) {
         static const int families[] = { AF_INET, AF_INET6 };
         static const struct {

@@ -98,7 +98,9 @@ static int install_with_listener(const SeccompProgram *p) {
         } control = { 0 };
         char byte = 'K';
         struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+        struct msghdr msg = { .msg_iov = &iov,
+                              .msg_iovlen = 1,
+                              .msg_control = control.buf,
                               .msg_controllen = sizeof(control.buf) };
         struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
         int listener;
@@ -128,7 +130,9 @@ static int receive_listener(int sock) {
         } control;
         char byte;
         struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+        struct msghdr msg = { .msg_iov = &iov,
+                              .msg_iovlen = 1,
+                              .msg_control = control.buf,
                               .msg_controllen = sizeof(control.buf) };
         int fd = -1;
 
@@ -146,7 +150,8 @@ static void supervise(pid_t pid, int listener) {
 
         assert_true(pidfd >= 0);
         for (;;) {
-                struct pollfd pfds[2] = { { .fd = pidfd, .events = POLLIN }, { .fd = listener, .events = POLLIN } };
+                struct pollfd pfds[2] = { { .fd = pidfd, .events = POLLIN },
+                                          { .fd = listener, .events = POLLIN } };
 
                 assert_true(poll(pfds, 2, -1) > 0 || errno == EINTR);
                 if (pfds[1].revents & POLLIN) {
@@ -562,13 +567,15 @@ static int child_ioctl_tiocsti_high_bits(void *userdata) {
 
         /* The kernel truncates the request to 32 bits; a filter comparing only those would let
          * TIOCSTI | 1 << 32 through as TIOCSTI. The same for an allowed request with high bits. */
-        return returned(syscall(SYS_ioctl, *(const int *) userdata, (unsigned long) TIOCSTI | (1UL << 32), &c));
+        return returned(
+                syscall(SYS_ioctl, *(const int *) userdata, (unsigned long) TIOCSTI | (1UL << 32), &c));
 }
 
 static int child_ioctl_tcgets_high_bits(void *userdata) {
         char buf[64];
 
-        return returned(syscall(SYS_ioctl, *(const int *) userdata, (unsigned long) TCGETS | (1UL << 32), buf));
+        return returned(
+                syscall(SYS_ioctl, *(const int *) userdata, (unsigned long) TCGETS | (1UL << 32), buf));
 }
 
 static int child_raw_syscall(void *userdata) {
@@ -781,8 +788,9 @@ static void test_host_figures_hidden(void **state) {
                 for (int net = 0; net < 2; net++) {
                         assert_exited_ok(run_child(progs->final[l][net], child_host_figures_hidden, NULL),
                                          "sysinfo/statfs → ENOSYS, getgroups works (final stage)");
-                        assert_exited_ok(run_exec_stage(progs->exec[l][net], child_host_figures_hidden, NULL),
-                                         "sysinfo/statfs → ENOSYS, getgroups works (exec stage)");
+                        assert_exited_ok(
+                                run_exec_stage(progs->exec[l][net], child_host_figures_hidden, NULL),
+                                "sysinfo/statfs → ENOSYS, getgroups works (exec stage)");
                 }
 }
 
@@ -956,9 +964,9 @@ static void test_final_never_allow(void **state) {
                         continue; /* not on this architecture (test-seccomp-policy checks x86_64) */
                 for (Language l = 0; l < _LANGUAGE_MAX; l++)
                         for (int net = 0; net < 2; net++)
-                                assert_never_reaches_the_kernel(progs->final[l][net], true, l, never[i].name, nr,
-                                                                net ? "final stage, network"
-                                                                    : "final stage");
+                                assert_never_reaches_the_kernel(
+                                        progs->final[l][net], true, l, never[i].name, nr,
+                                        net ? "final stage, network" : "final stage");
         }
 }
 
@@ -1040,7 +1048,8 @@ static void test_extra_allows(void **state) {
         p = compile(LANGUAGE_PYTHON3, false, SECCOMP_STAGE_FINAL, extra);
         assert_exited_ok(run_child(p, child_getcpu, NULL), "getcpu with allowed_syscalls");
         /* and nothing else got through with it */
-        assert_refused(run_child(p, child_execve_true, NULL), EPERM, SYS_execve, "execve with allowed_syscalls");
+        assert_refused(run_child(p, child_execve_true, NULL), EPERM, SYS_execve,
+                       "execve with allowed_syscalls");
 }
 
 static void test_extra_duplicate_of_table_row(void **state) {
@@ -1052,8 +1061,8 @@ static void test_extra_duplicate_of_table_row(void **state) {
         p = compile(LANGUAGE_NODEJS, false, SECCOMP_STAGE_FINAL, extra);
         assert_refused(run_child(p, child_execve_true, NULL), EPERM, SYS_execve, "execve");
         assert_exited_ok(run_child(p, child_socket_inet_eacces, NULL), "socket(AF_INET) → EACCES");
-        assert_refused(run_child(progs->final[LANGUAGE_NODEJS][false], child_getcpu, NULL), ENOSYS, SYS_getcpu,
-                       "getcpu");
+        assert_refused(run_child(progs->final[LANGUAGE_NODEJS][false], child_getcpu, NULL), ENOSYS,
+                       SYS_getcpu, "getcpu");
 }
 
 /* allowed_syscalls widens the list (DESIGN §3.7), but a name whose row filters arguments must not turn
@@ -1178,8 +1187,9 @@ static void test_library_calls_allowed(void **state) {
         for (Language l = 0; l < _LANGUAGE_MAX; l++)
                 for (int net = 0; net < 2; net++)
                         assert_refused(run_child(progs->final[l][net], child_library_calls, NULL), ENOSYS,
-                                       SYS_prctl, "xattr reads, msync, statx, thread names, eventfd, pipe2, "
-                                                  "memfd, inotify, nice, affinity; then PR_SET_DUMPABLE");
+                                       SYS_prctl,
+                                       "xattr reads, msync, statx, thread names, eventfd, pipe2, "
+                                       "memfd, inotify, nice, affinity; then PR_SET_DUMPABLE");
 }
 
 static void test_program_free_null(void **state) {

@@ -348,6 +348,11 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
                 log_warning_errno(r,
                                   "Cannot count the live connections, so idle unauthenticated ones cannot "
                                   "be asked to make room: %m");
+        r = worker_file_size_limit(cfg->code_max); /* as difysandbox-worker, worker-filter.h */
+        if (r < 0) {
+                log_error_errno(r, "Cannot limit the size of the files the worker writes: %m");
+                _exit(EXIT_FAILURE);
+        }
         /* As difysandbox-worker does, before the first byte of the client's. */
         r = worker_filter_load(fds->worker_filter);
         if (r < 0) {

@@ -181,8 +181,14 @@ static int refuse(int fd, const char *message) {
 /* Takes the connection's slot and limits, then loads the filter: from here on it reads what a client
  * sends. Returns 0 (with *ret_slot, or NULL: the worker serves without one), or a negative errno, logged:
  * it must not serve then. */
-static int worker_confine(const Config *cfg, unsigned max_connections, ConnSlot **ret_slot) {
+static int worker_confine(Config *cfg, unsigned max_connections, ConnSlot **ret_slot) {
         int r;
+
+        /* What it holds of app.key is a digest; of the index's and the proxies' URLs, nothing: it uses
+         * neither (the runner's configuration comes so already; a --config file's does not). */
+        r = config_scrub_for_worker(cfg);
+        if (r < 0)
+                return log_error_errno(r, "Cannot make the digest of app.key: %m");
 
         /* Its place among the host's connections, before the filter takes O_CREAT and every lock away. */
         r = connslot_take(cfg->state_dir, max_connections, ret_slot);

@@ -629,6 +629,7 @@ def test_settings_on_stdin_keep_the_index_password_off_every_command_line(instal
                                 env=clean_env(), text=True)
         proc.stdin.write(f'index-url={authed}\n')
         proc.stdin.close()
+        proc.stdin = None  # communicate() must not flush it
         lines = []
         for line in proc.stdout:
             lines.append(line.rstrip('\n'))

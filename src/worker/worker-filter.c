@@ -165,9 +165,10 @@ static int allow_with_arguments(scmp_filter_ctx ctx, scmp_datum_t self) {
         /* No executable mapping once the libraries are in (MemoryDenyWriteExecute=, and more); of a file,
          * only one below CONNSLOT_FD (the shared stats, read-only), so not even a shared writable mapping
          * of the slots file (which could not grow it: a store past its end is SIGBUS). */
-        r = allow(ctx, "mmap", 2,
-                  (const struct scmp_arg_cmp[]){ SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0),
-                                                 SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, MAP_ANONYMOUS) });
+        r = allow(
+                ctx, "mmap", 2,
+                (const struct scmp_arg_cmp[]){ SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0),
+                                               SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, MAP_ANONYMOUS) });
         if (r < 0)
                 return r;
         r = allow(ctx, "mmap", 2,

@@ -9,13 +9,13 @@
  * memory without new executable mappings, time, memfds for the runner, AF_UNIX sockets (the runner,
  * journald, the system bus) and read-only opens. Writes, ftruncate, fcntl, dup and file mappings only of
  * fds below CONNSLOT_FD, where the connection slots file is kept (connslot.h), so it can neither grow
- * that file in /run nor write it; fcntl only with the commands a worker makes, none of them a lock. Everything else fails with EPERM, as systemd's
- * SystemCallErrorNumber=EPERM did; a system call of another architecture kills the process. Among what
- * it denies: execve, fork and clone (a worker never starts a process), sockets of any other family
- * (RestrictAddressFamilies=), namespaces (RestrictNamespaces=), writable executable memory
- * (MemoryDenyWriteExecute=), personality (LockPersonality=), scheduling policies (RestrictRealtime=),
- * chmod (RestrictSUIDSGID=), ptrace, process_vm_readv, pidfd_getfd, prctl, mount, kill of any process but
- * itself. */
+ * that file in /run nor write it; fcntl only with the commands a worker makes, none of them a lock.
+ * Everything else fails with EPERM, as systemd's SystemCallErrorNumber=EPERM did; a system call of another
+ * architecture kills the process. Among what it denies: execve, fork and clone (a worker never starts a
+ * process), sockets of any other family (RestrictAddressFamilies=), namespaces (RestrictNamespaces=),
+ * writable executable memory (MemoryDenyWriteExecute=), personality (LockPersonality=), scheduling policies
+ * (RestrictRealtime=), chmod (RestrictSUIDSGID=), ptrace, process_vm_readv, pidfd_getfd, prctl, mount, kill
+ * of any process but itself. */
 
 #include <stdint.h>
 

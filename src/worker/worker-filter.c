@@ -64,7 +64,8 @@ static const char *const allowed[] = {
         "munmap",
         "mremap",
         "madvise",
-        /* a run's code goes to the runner in a sealed memfd (ftruncate, fcntl, dup below) */
+        /* a run's code goes to the runner in a sealed memfd, written with write() (fcntl below); nothing
+         * of a worker's resizes a file, so ftruncate is refused whatever the fd */
         "memfd_create",
         /* files it reads: the shared stats, /dev/null, what libraries look up */
         "fstat",
@@ -123,7 +124,7 @@ static int allow(scmp_filter_ctx ctx, const char *name, unsigned n_args, const s
         return seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr, n_args, args);
 }
 
-/* Calls that write to, resize, lock or duplicate a file descriptor: only below CONNSLOT_FD. The worker
+/* Calls that write to, lock or duplicate a file descriptor: only below CONNSLOT_FD. The worker
  * keeps its connection slots file there (connslot.h), open for writing, and nothing else: so none of
  * these reaches it, and it stays as it was made, 0 bytes in /run holding its slot's lock. Every other fd
  * a worker holds is below: its connection, its line to the runner, journald's stream (fd 2 under systemd),
@@ -146,8 +147,8 @@ static int allow_with_arguments(scmp_filter_ctx ctx, scmp_datum_t self) {
         r = allow(ctx, "socket", 1, (const struct scmp_arg_cmp[]){ SCMP_A0(SCMP_CMP_EQ, AF_UNIX) });
         if (r < 0)
                 return r;
-        /* Writes to its sockets and memfds, and the memfd's size: never the slots file (below_slot_fd). */
-        static const char *const fd_calls[] = { "write", "writev", "ftruncate", "dup", "dup3" };
+        /* Writes to its sockets, memfds and stderr: never the slots file (below_slot_fd). */
+        static const char *const fd_calls[] = { "write", "writev", "dup", "dup3" };
         for (size_t i = 0; i < ELEMENTSOF(fd_calls); i++) {
                 r = allow(ctx, fd_calls[i], 1, &below_slot_fd);
                 if (r < 0)

@@ -7,7 +7,7 @@
  *
  * What it allows is what the worker does once it serves: reading and writing its sockets, polling,
  * memory without new executable mappings, time, memfds for the runner, AF_UNIX sockets (the runner,
- * journald, the system bus) and read-only opens. Writes, ftruncate, fcntl, dup and file mappings only of
+ * journald, the system bus) and read-only opens. Writes, fcntl, dup and file mappings only of
  * fds below CONNSLOT_FD, where the connection slots file is kept (connslot.h), so it can neither grow
  * that file in /run nor write it; fcntl only with the commands a worker makes, none of them a lock.
  * Everything else fails with EPERM, as systemd's SystemCallErrorNumber=EPERM did; a system call of another

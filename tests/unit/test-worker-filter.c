@@ -66,11 +66,11 @@ static int probe_anonymous_memory(void) {
                 return errno;
         return result(munmap(p, 4096));
 }
-static int probe_memfd(void) {
+static int probe_memfd(void) { /* as payload_new() makes the runner's: written, then sealed */
         int fd = memfd_create("probe", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0)
                 return errno;
-        int r = result(ftruncate(fd, 16));
+        int r = write(fd, "print(1)", 8) == 8 ? 0 : errno;
         if (r == 0)
                 r = result(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL));
         (void) close(fd);
@@ -165,6 +165,14 @@ static int probe_slots_writev(void) {
 }
 static int probe_slots_ftruncate(void) {
         return result(ftruncate(CONNSLOT_FD, 1 << 20));
+}
+static int probe_ftruncate_any(void) { /* no worker resizes a file: refused on any fd */
+        int fd = memfd_create("probe", MFD_CLOEXEC);
+        if (fd < 0)
+                return -1; /* not what is tested: fail the test */
+        int r = result(ftruncate(fd, 16));
+        (void) close(fd);
+        return r;
 }
 static int probe_slots_lock_other_byte(void) {
         struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 5, .l_len = 1 };
@@ -397,6 +405,7 @@ static void the_slots_file_is_out_of_reach(void) {
                 { "write(slots | 1 << 32)", probe_slots_write_high_bits },
                 { "writev(slots)", probe_slots_writev },
                 { "ftruncate(slots)", probe_slots_ftruncate },
+                { "ftruncate(a memfd)", probe_ftruncate_any },
                 { "fcntl(slots, F_OFD_SETLK, another byte)", probe_slots_lock_other_byte },
                 { "fcntl(slots opened again, F_OFD_SETLK/F_SETLK)", probe_slots_reopened_read_lock },
                 { "dup(slots)", probe_slots_dup },

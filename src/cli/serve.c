@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/time-util.h"
+#include "config/config-file.h"
 #include "protocol/runner-protocol.h"
 #include "runner/admit.h"
 #include "runner/runner.h"
@@ -317,6 +318,7 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
         __attribute__((noreturn));
 static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const ServeFds *fds, pid_t parent) {
         _cleanup_(runner_client_freep) RunnerClient *runner = NULL;
+        Config copy = *cfg, *own = &copy; /* its fields point into this process's copy of serve's memory */
         ConnSlot *slot = NULL; /* held until _exit() */
         int r;
 
@@ -343,18 +345,30 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
         r = runner_client_new(NULL, runner_fd, &runner);
         if (r < 0)
                 _exit(EXIT_FAILURE);
+        /* This process's copy of serve's configuration: app.key becomes a digest, and the index's and
+         * the proxies' URLs are zeroed, as difysandbox-worker holds them (config-file.h). */
+        r = config_scrub_for_worker(own);
+        if (r < 0) {
+                log_error_errno(r, "Cannot make the digest of app.key: %m");
+                _exit(EXIT_FAILURE);
+        }
         r = connslot_take(cfg->state_dir, WORKERS_MAX, &slot); /* before the filter, as the worker's */
         if (r < 0)
                 log_warning_errno(r,
                                   "Cannot count the live connections, so idle unauthenticated ones cannot "
                                   "be asked to make room: %m");
+        r = worker_file_size_limit(cfg->code_max); /* as difysandbox-worker, worker-filter.h */
+        if (r < 0) {
+                log_error_errno(r, "Cannot limit the size of the files the worker writes: %m");
+                _exit(EXIT_FAILURE);
+        }
         /* As difysandbox-worker does, before the first byte of the client's. */
         r = worker_filter_load(fds->worker_filter);
         if (r < 0) {
                 log_error_errno(r, "Cannot load the worker's system call filter: %m");
                 _exit(EXIT_FAILURE);
         }
-        r = http_serve_connection(cfg, 0, false, runner, slot, conn_fd);
+        r = http_serve_connection(own, 0, false, runner, slot, conn_fd);
         _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 }
 

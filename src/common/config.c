@@ -62,6 +62,7 @@ int config_init_defaults(Config *cfg) {
         /* No key until one is configured: no request is authorised (api.c), so that no host ever serves
          * with a key everybody knows (upstream's "dify-sandbox" works only when written out). */
         cfg->api_key = NULL;
+        cfg->api_key_digest = NULL;
         cfg->python_path = strdup("/usr/bin/python3");
         cfg->nodejs_path = strdup("/usr/bin/node");
         cfg->python_pip_mirror_url = strdup("");
@@ -100,6 +101,7 @@ int config_init_defaults(Config *cfg) {
 
 void config_done(Config *cfg) {
         free(cfg->api_key);
+        free(cfg->api_key_digest);
         free(cfg->python_path);
         free(cfg->nodejs_path);
         free(cfg->python_pip_mirror_url);

@@ -8,6 +8,7 @@
 typedef struct Config {
         /* upstream dify-sandbox keys (DESIGN §1) */
         char *api_key;                /* app.key */
+        char *api_key_digest;         /* app.key_digest: what a worker holds instead (key-digest.h) */
         uint16_t port;                /* app.port */
         bool debug;                   /* app.debug */
         uint32_t max_workers;         /* concurrent runs */

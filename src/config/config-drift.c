@@ -91,11 +91,11 @@ static void warn_drift(const Config *cfg) {
 }
 
 void config_check_warnings(const Config *cfg, const char *file) {
-        if (!cfg->api_key)
+        if (!cfg->api_key && !cfg->api_key_digest)
                 log_warning("app.key is not set: every request is refused with 401. Set it in %s/ and "
                             "give Dify the same value as CODE_EXECUTION_API_KEY.",
                             CONFIG_FILE_DROPIN_DIR);
-        else if (streq(cfg->api_key, CONFIG_PUBLIC_KEY))
+        else if (cfg->api_key && streq(cfg->api_key, CONFIG_PUBLIC_KEY))
                 log_warning("app.key is '" CONFIG_PUBLIC_KEY "', upstream's well-known default: anyone who "
                             "can reach the port can run code. Set a secret key.");
         if (!file)

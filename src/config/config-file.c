@@ -31,6 +31,7 @@
 #include "config-drift.h"
 #include "egress/egress-policy.h"
 #include "egress/egress.h"
+#include "key-digest.h"
 #include "sandbox/seccomp-policy.h"
 
 #define CONFIG_FILE_SIZE_MAX (UINT64_C(1) << 20) /* a larger config file is a mistake, not a config */
@@ -86,6 +87,8 @@ static const KeyDef keys[] = {
         { "app.port",                    KEY_PORT,          F(port),                  1, 0 },
         { "app.debug",                   KEY_BOOL,          F(debug),                 0, 0 },
         { "app.key",                     KEY_SECRET,        F(api_key),               0, 0 },
+        /* what the runner hands its workers instead of app.key (key-digest.h); also an operator's choice */
+        { "app.key_digest",              KEY_SECRET,        F(api_key_digest),        0, 0 },
         /* upstream hangs on max_workers: 0; we refuse it. A run holds a UID: the default pool has 1000 */
         { "max_workers",                 KEY_UINT32,        F(max_workers),           1, 1024 },
         /* every request in flight is a connection and a worker process */
@@ -673,6 +676,10 @@ static int set_string(LoadContext *ctx, const KeyDef *def, const Scalar *v) {
         } else {
                 if (def->type == KEY_SECRET && s[0] == '\0')
                         return fail_value(ctx, def, v, "must not be empty");
+                if (def->offset == F(api_key_digest) && !key_digest_valid(s))
+                        return fail_value(ctx, def, v,
+                                          "must be sha256:SALT:DIGEST (32 and 64 lower-case hex digits), as "
+                                          "difysandbox makes it");
                 if ((def->type == KEY_PATH || def->type == KEY_INTERPRETER) && s[0] != '/')
                         return fail_value(ctx, def, v, "must be an absolute path");
                 r = def->type == KEY_INTERPRETER ? check_interpreter(ctx, def, v, s)
@@ -1667,6 +1674,57 @@ int config_setup(Config *cfg, const char *file) {
                 config_done(cfg);
         }
         return r;
+}
+
+int config_format_for_worker(const Config *cfg, FILE *f) {
+        char digest[KEY_DIGEST_TEXT_SIZE];
+        Config w = *cfg; /* borrows cfg's values: nothing here is freed */
+        char empty[] = "";
+        int r;
+
+        if (cfg->api_key) {
+                r = key_digest_make(cfg->api_key, digest);
+                if (r < 0)
+                        return r;
+                w.api_key_digest = digest;
+        }
+        w.api_key = NULL;
+        w.python_pip_mirror_url = w.npm_registry = empty;
+        w.proxy_socks5 = w.proxy_http = w.proxy_https = empty;
+        return config_format(&w, f, /* show_secrets= */ true);
+}
+
+/* Zeroes s where it is, leaving an empty string. */
+static void scrub(char *s) {
+        if (s)
+                explicit_bzero(s, strlen(s));
+}
+
+int config_scrub_for_worker(Config *cfg) {
+        int r;
+
+        if (cfg->api_key) {
+                char digest[KEY_DIGEST_TEXT_SIZE];
+                char *copy;
+
+                r = key_digest_make(cfg->api_key, digest);
+                if (r < 0)
+                        return r;
+                copy = strdup(digest);
+                if (!copy)
+                        return -ENOMEM;
+                free(cfg->api_key_digest);
+                cfg->api_key_digest = copy;
+                scrub(cfg->api_key);
+                free(cfg->api_key);
+                cfg->api_key = NULL;
+        }
+        scrub(cfg->python_pip_mirror_url);
+        scrub(cfg->npm_registry);
+        scrub(cfg->proxy_socks5);
+        scrub(cfg->proxy_http);
+        scrub(cfg->proxy_https);
+        return 0;
 }
 
 int config_check_main(const char *file, bool show_secrets) {

@@ -52,6 +52,17 @@ int config_load(Config *cfg, const char *main_file, const char *dropin_dir, char
  * but not kept, is not printed. Returns 0 or -EIO. */
 int config_format(const Config *cfg, FILE *f, bool show_secrets);
 
+/* What a worker is handed (the runner's answer to its configuration request): config_format() of cfg
+ * with app.key replaced by app.key_digest (a new salt each time) and what a worker never uses that may
+ * hold a password left empty (python_pip_mirror_url, npm_registry, proxy.*). Returns 0 or a negative
+ * errno. */
+int config_format_for_worker(const Config *cfg, FILE *f);
+
+/* The same on a worker's own cfg (its --config file, or serve's configuration in a forked worker): the
+ * key's bytes and those values are zeroed where they are and dropped, the digest put in. Returns 0 or a
+ * negative errno. */
+int config_scrub_for_worker(Config *cfg);
+
 /* What every program of ours but the manager starts with: defaults, then FILE alone (--config), or
  * else CONFIG_FILE_PUBLISHED alone if it exists, or else the main file and its drop-ins; then the
  * environment of this process. Logs why a configuration is refused (a logging

@@ -4,7 +4,8 @@
  * API key and is not readable by this user).
  *
  *   difysandbox-installer --language python3|nodejs --packages-dir DIR [--requirements FILE]
- *           [--index-url URL] [--registry URL] [--python PATH] [--npm PATH] [--remove] [--] [PACKAGE...]
+ *           [--index-url URL] [--registry URL] [--python PATH] [--npm PATH] [--settings-on-stdin]
+ *           [--remove] [--] [PACKAGE...]
  *   difysandbox-installer --version
  *
  * The new generation's packages are the requirement file's, then those an operator added earlier with
@@ -19,6 +20,12 @@
  * Every other line is log. The lines of pip and npm are forwarded indented by two spaces, so none of
  * them can pass for a protocol line. SIGTERM, SIGINT or SIGHUP kill pip or npm (their process group)
  * and abort the generation.
+ *
+ * --settings-on-stdin: the settings that may hold a password come on stdin, one "NAME=VALUE" a line
+ * (index-url, registry, http-proxy, https-proxy), never on the command line or in the unit's environment,
+ * which every local user reads (systemctl show, /proc/PID/cmdline). The manager hands them over so, in a
+ * sealed memfd. The installer passes them to pip and npm in their environment (PIP_INDEX_URL,
+ * npm_config_registry, the proxy variables), which only their user and root read.
  *
  * This file is the command line, the protocol and the order of the steps; installer.h lists the other
  * parts. */
@@ -39,6 +46,7 @@
 #include "common/generation.h"
 #include "common/log.h"
 #include "manager/installer.h"
+#include "manager/redact.h"
 #include "manager/requirements.h"
 
 #define URL_MAX 2048U
@@ -59,6 +67,8 @@ static void installer_done(Installer *inst) {
         inst->signal_fd = safe_close(inst->signal_fd);
         inst->number = 0;
         free(TAKE_PTR(inst->gen_path));
+        inst->index_url = inst->registry = NULL; /* they may point into the settings */
+        free(TAKE_PTR(inst->settings));
 }
 
 int failf(char **reterr, int r, const char *format, ...) {
@@ -101,6 +111,7 @@ static void help(void) {
                "  --requirements FILE      the requirement file; a missing file is empty\n"
                "  --index-url URL          python3: pip's package index\n"
                "  --registry URL           nodejs: npm's registry\n"
+               "  --settings-on-stdin      index-url=, registry=, http-proxy=, https-proxy= lines on stdin\n"
                "  --python PATH            the interpreter that runs pip (" DEFAULT_PYTHON ")\n"
                "  --npm PATH               npm (" DEFAULT_NPM ")\n"
                "  --remove                 take the PACKAGE names out of those added earlier\n"
@@ -124,8 +135,75 @@ static bool url_is_valid(const char *url) {
         return true;
 }
 
+#define SETTINGS_MAX (4U * URL_MAX + 64U)
+
+/* One "NAME=VALUE" line of the settings: the index and the registry for the tool's command, the proxies
+ * into this process's environment, whence add_proxy_environment() hands them to the tool. */
+static int setting_apply(Installer *inst, char *line, char **reterr) {
+        char *value = strchr(line, '=');
+
+        if (!value)
+                return failf(reterr, -EINVAL, "a line of the settings on stdin has no '='");
+        *value++ = '\0';
+        if (streq(line, "index-url"))
+                inst->index_url = value;
+        else if (streq(line, "registry"))
+                inst->registry = value;
+        else if (streq(line, "http-proxy")) {
+                if (setenv("HTTP_PROXY", value, 1) < 0 || setenv("http_proxy", value, 1) < 0)
+                        return failf(reterr, -errno, "cannot set the proxy: %m");
+        } else if (streq(line, "https-proxy")) {
+                if (setenv("HTTPS_PROXY", value, 1) < 0 || setenv("https_proxy", value, 1) < 0)
+                        return failf(reterr, -errno, "cannot set the proxy: %m");
+        } else
+                return failf(reterr, -EINVAL, "unknown setting '%s' on stdin", line);
+        return 0;
+}
+
+/* --settings-on-stdin: reads them all (at most SETTINGS_MAX bytes) into inst->settings, which the
+ * pointers set here point into. */
+static int settings_read(Installer *inst, char **reterr) {
+        size_t len = 0;
+        char *line, *next;
+        int r;
+
+        inst->settings = calloc(1, SETTINGS_MAX + 1);
+        if (!inst->settings)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n = read(STDIN_FILENO, inst->settings + len, SETTINGS_MAX - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return failf(reterr, -errno, "cannot read the settings on stdin: %m");
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len == SETTINGS_MAX)
+                        return failf(reterr, -E2BIG, "the settings on stdin exceed %u bytes", SETTINGS_MAX);
+        }
+        if (memchr(inst->settings, '\0', len))
+                return failf(reterr, -EINVAL, "the settings on stdin hold a NUL byte");
+        for (line = inst->settings; *line; line = next) {
+                next = strchrnul(line, '\n');
+                if (*next)
+                        *next++ = '\0';
+                if (!*line)
+                        continue;
+                r = setting_apply(inst, line, reterr);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* What the options say together: 1 when they make sense, else a negative errno with *reterr. */
-static int check_arguments(const Installer *inst, char **reterr) {
+static int check_arguments(Installer *inst, char **reterr) {
+        if (inst->settings_on_stdin) { /* they are checked with the command line's */
+                int r = settings_read(inst, reterr);
+                if (r < 0)
+                        return r;
+        }
         if (inst->language < 0)
                 return failf(reterr, -EINVAL, "--language is required");
         if (!inst->packages_dir || inst->packages_dir[0] != '/')
@@ -169,6 +247,7 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
                 ARG_PYTHON,
                 ARG_NPM,
                 ARG_REMOVE,
+                ARG_SETTINGS_ON_STDIN,
                 ARG_VERSION
         };
         static const struct option options[] = {
@@ -181,6 +260,7 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
                 { "python", required_argument, NULL, ARG_PYTHON },
                 { "npm", required_argument, NULL, ARG_NPM },
                 { "remove", no_argument, NULL, ARG_REMOVE },
+                { "settings-on-stdin", no_argument, NULL, ARG_SETTINGS_ON_STDIN },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
         };
@@ -219,7 +299,8 @@ static int parse_argv(int argc, char *argv[], Installer *inst, char **reterr) {
                         inst->npm = optarg;
                         break;
                 case ARG_REMOVE:
-                        inst->remove = true;
+                case ARG_SETTINGS_ON_STDIN: /* flags */
+                        *(c == ARG_REMOVE ? &inst->remove : &inst->settings_on_stdin) = true;
                         break;
                 case ARG_VERSION:
                         printf("difysandbox-installer %s\n", VERSION);
@@ -441,6 +522,8 @@ int main(int argc, char *argv[]) {
                 for (char *p = err; p && *p; p++)
                         if ((unsigned char) *p < 0x20 || *p == 0x7f)
                                 *p = ' '; /* one line */
+                if (err)
+                        (void) redact_url_credentials(err); /* "--index-url 'URL' is not ..." */
                 (void) log_error_errno(r, "Installing dependencies failed: %s", err ? err : "out of memory");
                 printf("error: %s\n", err ? err : "out of memory");
                 return EXIT_FAILURE;

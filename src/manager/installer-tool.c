@@ -25,6 +25,7 @@
 #include "common/strv.h"
 #include "common/utf8.h"
 #include "manager/installer.h"
+#include "manager/redact.h"
 #include "manager/requirements.h"
 
 /* A line of pip or npm output longer than this is forwarded in pieces. */
@@ -135,6 +136,7 @@ static int tool_line(Installer *inst, ToolOutput *out) {
         for (size_t i = 0; i < clean_len; i++)
                 if ((unsigned char) clean[i] < 0x20 || clean[i] == 0x7f)
                         clean[i] = clean[i] == '\t' ? '\t' : ' ';
+        (void) redact_url_credentials(clean); /* an index or proxy URL's password, should a tool print it */
         printf("  %s\n", clean);
         if (log_use_journal()) /* the job's unit's journal keeps the whole output, Log only its tail */
                 (void) sd_journal_send("MESSAGE=%s", clean, "PRIORITY=%i", LOG_INFO, "SYSLOG_IDENTIFIER=%s",
@@ -403,12 +405,12 @@ static int pip_command(const Installer *inst, const Runtime *rt, char **argv, si
         argv[(*n)++] = strdup("--target");
         if (asprintf(&argv[(*n)++], "%s/%s", inst->gen_path, rt->packages_subdir) < 0)
                 return -ENOMEM;
-        if (inst->index_url) {
-                argv[(*n)++] = strdup("--index-url");
-                argv[(*n)++] = strdup(inst->index_url);
-        }
         argv[(*n)++] = strdup("-r");
         if (asprintf(&argv[(*n)++], "%s/requirements.txt", inst->gen_path) < 0)
+                return -ENOMEM;
+        /* The index in pip's environment, not on its command line, which every user reads in /proc: its URL
+         * may hold a password. */
+        if (inst->index_url && asprintf(&envp[e++], "PIP_INDEX_URL=%s", inst->index_url) < 0)
                 return -ENOMEM;
         if (asprintf(&envp[e++], "PYTHONNOUSERSITE=1") < 0 ||
             asprintf(&envp[e++], "PIP_ROOT_USER_ACTION=ignore") < 0) /* tests run it as root */
@@ -421,13 +423,12 @@ static int npm_command(const Installer *inst, const RequirementSet *all, char **
                        size_t e) {
         argv[(*n)++] = strdup("--prefix");
         argv[(*n)++] = strdup(inst->gen_path);
-        if (inst->registry) {
-                argv[(*n)++] = strdup("--registry");
-                argv[(*n)++] = strdup(inst->registry);
-        }
         argv[(*n)++] = strdup("--");
         for (size_t i = 0; i < all->n; i++)
                 argv[(*n)++] = strdup(all->items[i].text);
+        /* As pip's index: in the environment, which only this user and root read. */
+        if (inst->registry && asprintf(&envp[e++], "npm_config_registry=%s", inst->registry) < 0)
+                return -ENOMEM;
         if (asprintf(&envp[e++], "npm_config_cache=%s/" NPM_CACHE_DIR, inst->gen_path) < 0 ||
             asprintf(&envp[e++], "npm_config_update_notifier=false") < 0 ||
             asprintf(&envp[e++], "npm_config_logs_max=0") < 0)

@@ -37,6 +37,8 @@ typedef struct Installer {
         char *const *packages; /* the PACKAGE arguments */
         size_t n_packages;
         bool remove; /* --remove: the PACKAGE arguments are names to take out of the set */
+        bool settings_on_stdin;
+        char *settings; /* what came on stdin; index_url and registry may point into it */
 
         /* The generation being built (installer_run()). */
         uint64_t number; /* the generation being built, 0 before generation_begin() */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@
 #include "common/time-util.h"
 #include "config/config-file.h"
 #include "manager.h"
+#include "redact.h"
 #include "requirements.h"
 #include "runtime/runtime.h"
 
@@ -98,11 +100,12 @@ static int log_append(Job *j, const char *line) {
 }
 
 /* One line of the installer's protocol (src/manager/installer-main.c). */
-static void handle_line(Job *j, const char *line, bool *changed_progress) {
+static void handle_line(Job *j, char *line, bool *changed_progress) {
         unsigned percent;
         uint64_t gen;
         int n = 0;
 
+        (void) redact_url_credentials(line); /* Log is every user's to read, and so is the journal record */
         if (sscanf(line, "progress %u %n", &percent, &n) == 1 && n > 0) {
                 j->progress = percent > 100 ? 1.0 : percent / 100.0;
                 *changed_progress = true;
@@ -230,8 +233,8 @@ static int argv_dup(const char *const *head, size_t n, char **tail, char ***ret)
         return 0;
 }
 
-/* The package tool's part of the installer's command line: the requirements file it keeps, the tool,
- * and the index it fetches from. *npm_path is freed by the caller. */
+/* The package tool's part of the installer's command line: the requirements file it keeps and the tool.
+ * *npm_path is freed by the caller. */
 static int installer_tool_args(const Config *cfg, const Runtime *rt, const char **args, size_t *n,
                                char **npm_path) {
         const char *interpreter = runtime_interpreter(rt, cfg), *slash;
@@ -242,11 +245,7 @@ static int installer_tool_args(const Config *cfg, const Runtime *rt, const char 
                 args[(*n)++] = cfg->python_requirements;
                 args[(*n)++] = "--python";
                 args[(*n)++] = interpreter;
-                if (cfg->python_pip_mirror_url[0]) {
-                        args[(*n)++] = "--index-url";
-                        args[(*n)++] = cfg->python_pip_mirror_url;
-                }
-                return 0;
+                return 0; /* the index: in the settings (installer_settings_open()) */
         case PACKAGE_TOOL_NPM:
                 /* npm lives beside node, as Debian and NodeSource install them */
                 slash = strrchr(interpreter, '/');
@@ -258,11 +257,7 @@ static int installer_tool_args(const Config *cfg, const Runtime *rt, const char 
                 args[(*n)++] = cfg->nodejs_packages;
                 args[(*n)++] = "--npm";
                 args[(*n)++] = *npm_path;
-                if (cfg->npm_registry[0]) {
-                        args[(*n)++] = "--registry";
-                        args[(*n)++] = cfg->npm_registry;
-                }
-                return 0;
+                return 0; /* the registry: in the settings (installer_settings_open()) */
         case _PACKAGE_TOOL_MAX:
                 break;
         }
@@ -274,7 +269,7 @@ static int installer_tool_args(const Config *cfg, const Runtime *rt, const char 
 static int installer_argv(const Config *cfg, const char *language, const char *packages_dir, bool remove,
                           char **packages, char ***ret) {
         _cleanup_free_ char *npm = NULL;
-        const char *args[16]; /* at most 13: 5 common, 6 of the language, --remove and -- */
+        const char *args[16]; /* at most 12: 6 common, 4 of the language, --remove and -- */
         const Runtime *rt = runtime_get(language_from_string(language));
         size_t n = 0;
         int r;
@@ -289,6 +284,7 @@ static int installer_argv(const Config *cfg, const char *language, const char *p
         r = installer_tool_args(cfg, rt, args, &n, &npm);
         if (r < 0)
                 return r;
+        args[n++] = "--settings-on-stdin";
         if (remove)
                 args[n++] = "--remove";
         args[n++] = "--";
@@ -305,14 +301,15 @@ static int env_add(char **env, size_t *n, const char *name, const char *value) {
         return 0;
 }
 
-/* The installer's environment; it passes nothing else of its own on to pip and npm. The configured
- * proxies (proxy.http, proxy.https) reach them, for hosts that get to the package index only through one. */
-static int installer_environment(const Config *cfg, const char *packages_dir, char ***ret) {
+/* The installer's environment; it passes nothing else of its own on to pip and npm. No proxy here: the
+ * unit's Environment= is every local user's to read (systemctl show), and a proxy URL may hold a
+ * password. The proxies come with the settings (installer_settings_open()). */
+static int installer_environment(const char *packages_dir, char ***ret) {
         _cleanup_(strv_freep) char **env = NULL;
         size_t n = 0;
         int r;
 
-        env = calloc(6, sizeof(char *)); /* at most 5, and the NULL */
+        env = calloc(4, sizeof(char *)); /* 3, and the NULL */
         if (!env)
                 return -ENOMEM;
         r = env_add(env, &n, "HOME", packages_dir);
@@ -324,24 +321,50 @@ static int installer_environment(const Config *cfg, const char *packages_dir, ch
         r = env_add(env, &n, "PATH", "/usr/local/bin:/usr/bin:/bin");
         if (r < 0)
                 return r;
-        if (cfg->proxy_http[0]) {
-                r = env_add(env, &n, "HTTP_PROXY", cfg->proxy_http);
-                if (r < 0)
-                        return r;
-        }
-        if (cfg->proxy_https[0]) {
-                r = env_add(env, &n, "HTTPS_PROXY", cfg->proxy_https);
-                if (r < 0)
-                        return r;
-        }
         *ret = TAKE_PTR(env);
         return 0;
+}
+
+/* What may hold a password (python_pip_mirror_url, npm_registry, proxy.http, proxy.https: a URL's
+ * USER:PASSWORD@), as the installer reads it on stdin (--settings-on-stdin): never on its command line,
+ * in its unit's environment or in any property of the unit, which every local user reads. A sealed
+ * memfd, read from its start, handed to the unit as StandardInputFileDescriptor=: only the installer's
+ * user and root can open /proc/PID/fd/0. Returns the fd or a negative errno. */
+static int installer_settings_open(const Config *cfg, const Runtime *rt) {
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        size_t len = 0;
+        FILE *f;
+
+        f = open_memstream(&text, &len);
+        if (!f)
+                return -ENOMEM;
+        if (rt->package_tool == PACKAGE_TOOL_PIP && cfg->python_pip_mirror_url[0])
+                fprintf(f, "index-url=%s\n", cfg->python_pip_mirror_url);
+        if (rt->package_tool == PACKAGE_TOOL_NPM && cfg->npm_registry[0])
+                fprintf(f, "registry=%s\n", cfg->npm_registry);
+        if (cfg->proxy_http[0])
+                fprintf(f, "http-proxy=%s\n", cfg->proxy_http);
+        if (cfg->proxy_https[0])
+                fprintf(f, "https-proxy=%s\n", cfg->proxy_https);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        fd = memfd_create("difysandbox-installer-settings", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return -errno;
+        if (len > 0 && write(fd, text, len) != (ssize_t) len)
+                return errno > 0 ? -errno : -EIO;
+        explicit_bzero(text, len);
+        if (lseek(fd, 0, SEEK_SET) < 0 ||
+            fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+                return -errno;
+        return TAKE_FD(fd);
 }
 
 /* The sandbox of the installer: it runs code from a package index (setup.py, npm scripts), so it gets
  * its own user, no capabilities, a read-only system but for its packages directory, private /tmp and
  * /dev, and the network (it downloads). */
-static int append_sandbox_properties(sd_bus_message *call, const Job *j, const char *packages_dir,
+static int append_sandbox_properties(sd_bus_message *call, const Job *j, const char *packages_dir, int in_fd,
                                      int out_fd) {
         _cleanup_free_ char *description = NULL;
         int r;
@@ -354,8 +377,8 @@ static int append_sandbox_properties(sd_bus_message *call, const Job *j, const c
                 "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
                 "Description", "s", description, "Type", "s", "exec", "Slice", "s", "difysandbox.slice",
                 "User", "s", INSTALLER_USER, "Group", "s", INSTALLER_USER, "WorkingDirectory", "s",
-                packages_dir, "StandardInput", "s", "null", "StandardOutputFileDescriptor", "h", out_fd,
-                "StandardErrorFileDescriptor", "h", out_fd, "CollectMode", "s", "inactive-or-failed",
+                packages_dir, "StandardInputFileDescriptor", "h", in_fd, "StandardOutputFileDescriptor", "h",
+                out_fd, "StandardErrorFileDescriptor", "h", out_fd, "CollectMode", "s", "inactive-or-failed",
                 "RuntimeMaxUSec", "t", JOB_RUNTIME_MAX_USEC, "MemoryMax", "t", JOB_MEMORY_MAX, "UMask", "u",
                 (uint32_t) 0022, "NoNewPrivileges", "b", 1, "CapabilityBoundingSet", "t", UINT64_C(0),
                 "ProtectSystem", "s", "strict", "ProtectHome", "s", "yes", "PrivateTmp", "b", 1,
@@ -429,14 +452,21 @@ static int append_string_list(sd_bus_message *call, const char *name, char **val
 static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd, sd_bus_error *reterr) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
         _cleanup_(strv_freep) char **env = NULL;
+        _cleanup_close_ int settings_fd = -EBADF;
         char *rw[] = { (char *) packages_dir, NULL };
         char *arch[] = { "native", NULL };
         sd_bus *bus = j->manager->bus;
+        const Runtime *rt = runtime_get(language_from_string(j->language));
         int r;
 
-        r = installer_environment(&j->manager->cfg, packages_dir, &env);
+        if (!rt)
+                return -EINVAL; /* job_start() refused it already */
+        r = installer_environment(packages_dir, &env);
         if (r < 0)
                 return r;
+        settings_fd = installer_settings_open(&j->manager->cfg, rt);
+        if (settings_fd < 0)
+                return settings_fd;
         r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.systemd1",
                                            "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
                                            "StartTransientUnit");
@@ -448,7 +478,7 @@ static int start_unit(Job *j, char **argv, const char *packages_dir, int out_fd,
         r = sd_bus_message_open_container(call, 'a', "(sv)");
         if (r < 0)
                 return r;
-        r = append_sandbox_properties(call, j, packages_dir, out_fd);
+        r = append_sandbox_properties(call, j, packages_dir, settings_fd, out_fd);
         if (r < 0)
                 return r;
         r = append_exec_start(call, argv);

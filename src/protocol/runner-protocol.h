@@ -19,7 +19,7 @@
 #define RUNNER_PAYLOAD_MAX (UINT64_C(256) << 20)
 
 typedef enum RunnerOp {
-        RUNNER_OP_CONFIG = 1, /* the worker asks for the configuration in force (its text, secrets too) */
+        RUNNER_OP_CONFIG = 1, /* the worker asks for the configuration, as config_format_for_worker() */
         RUNNER_OP_RUN = 2,    /* the worker asks for a run of the code in the payload */
 } RunnerOp;
 

@@ -67,7 +67,8 @@ int handler_config(const HandlerContext *ctx, int conn_fd) {
         f = open_memstream(&text, &len);
         if (!f)
                 return -ENOMEM;
-        r = config_format(ctx->cfg, f, /* show_secrets= */ true);
+        /* The worker's view: a digest of app.key, no password of an index or a proxy (issue 43). */
+        r = config_format_for_worker(ctx->cfg, f);
         if (fclose(f) != 0 && r >= 0)
                 r = -ENOMEM;
         if (r < 0)

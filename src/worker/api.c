@@ -34,6 +34,7 @@
 #include "common/stats.h"
 #include "common/time-util.h"
 #include "common/utf8.h"
+#include "config/key-digest.h"
 #include "manager-client.h"
 #include "runner-client.h"
 #include "runner/admit.h"
@@ -279,19 +280,11 @@ static const ApiRoute *route_find(const char *method, const char *url, bool *ret
         return NULL;
 }
 
-/* Compares the key in time independent of where the first difference is. A missing header is an empty
- * key, which no app.key matches (config_load() refuses an empty one). No app.key configured: nothing
- * is authorised (fail closed). */
+/* Checks the key against the digest the worker holds instead of app.key (key-digest.h: the comparison
+ * takes the same time wherever the digests differ). A missing header is an empty key, which no digest
+ * matches (config_load() refuses an empty app.key). No digest: nothing is authorised (fail closed). */
 static bool api_key_valid(const Config *cfg, const char *given) {
-        if (!cfg->api_key)
-                return false;
-        const char *key = cfg->api_key;
-        size_t n = strlen(key), m = given ? strlen(given) : 0;
-        unsigned char diff = n != m;
-
-        for (size_t i = 0; i < n; i++)
-                diff |= (unsigned char) key[i] ^ (unsigned char) (i < m ? given[i] : 0);
-        return diff == 0;
+        return cfg->api_key_digest && key_digest_matches(cfg->api_key_digest, given ? given : "");
 }
 
 /* 0 when the request may go on to its handler; 1 with *resp set otherwise. */

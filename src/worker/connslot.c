@@ -28,6 +28,7 @@ struct ConnSlot {
         unsigned live;
         bool pressure;
         int evict_fd; /* our FIFO's read end while we offer to close */
+        uid_t owner;  /* the directory's: every entry in it is this user's */
 };
 
 DEFINE_POINTER_CLEANUP(ConnSlot *, connslot_release);
@@ -92,14 +93,42 @@ static int slots_held(int fd, unsigned from, unsigned to, unsigned *count) {
         return 0;
 }
 
+/* An entry's owner: the directory's (the worker user), or root, who may make anything anywhere (a worker
+ * run as root, in tests, creates the file as root). */
+static bool owner_trusted(uid_t uid, uid_t owner) {
+        return uid == owner || uid == 0;
+}
+
+/* Ours to use: a regular file of the directory's owner or root (not a FIFO, a device or another user's
+ * file someone put there), at CONNSLOT_FD or above, where the worker's filter refuses every write,
+ * resize, lock and duplicate of it. */
+static int slots_open(int dir_fd, uid_t owner, int *ret_fd) {
+        _cleanup_close_ int fd = -EBADF, pinned = -EBADF;
+        struct stat st;
+
+        fd = openat(dir_fd, SLOTS_FILE, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) || !owner_trusted(st.st_uid, owner))
+                return -EPERM;
+        pinned = fcntl(fd, F_DUPFD_CLOEXEC, CONNSLOT_FD); /* EINVAL: RLIMIT_NOFILE is below it */
+        if (pinned < 0)
+                return -errno;
+        *ret_fd = TAKE_FD(pinned);
+        return 0;
+}
+
 /* Takes the lowest free slot below max and counts the held ones. */
 static int slots_scan(ConnSlot *s, unsigned max) {
         _cleanup_close_ int fd = -EBADF;
         unsigned i = 0;
+        int r;
 
-        fd = openat(s->dir_fd, SLOTS_FILE, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return -errno;
+        r = slots_open(s->dir_fd, s->owner, &fd);
+        if (r < 0)
+                return r;
         for (; i < max; i++) {
                 struct flock fl = slot_range(i, i + 1);
 
@@ -124,6 +153,19 @@ static void fifo_name(unsigned slot, char *buf, size_t size) {
         (void) snprintf(buf, size, "evict-%u", slot % EVICT_FIFOS);
 }
 
+/* An evict-* entry is used only if it is what connslot_take() made: a FIFO of the directory's owner, the
+ * worker user (or root). A regular file or a directory there would poll readable for ever (an idle worker
+ * would spin), and another user's FIFO is not ours to trust. Returns 0, or -EPERM. */
+static int fifo_check(int fd, uid_t owner) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISFIFO(st.st_mode) || !owner_trusted(st.st_uid, owner))
+                return -EPERM;
+        return 0;
+}
+
 /* n bytes, one at a time, each to the next FIFO that has a reader: the first reader to take a byte
  * closes its connection. A FIFO without a reader refuses to open; none anywhere: no connection is idle
  * and unauthenticated, and nothing is asked. A byte no reader takes is dropped with the last reader. */
@@ -133,14 +175,13 @@ static void evict(const ConnSlot *s, unsigned n) {
 
         for (unsigned k = 0; k < EVICT_FIFOS; k++) {
                 char name[16];
-                struct stat st;
                 int fd;
 
                 fifo_name(s->slot + k, name, sizeof(name));
                 fd = openat(s->dir_fd, name, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
                 if (fd < 0)
                         continue; /* ENXIO: no reader; ENOENT: not made yet */
-                if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+                if (fifo_check(fd, s->owner) < 0) {
                         (void) close(fd);
                         continue;
                 }
@@ -167,6 +208,7 @@ int connslot_take(const char *state_dir, unsigned max_connections, ConnSlot **re
         _cleanup_(connslot_releasep) ConnSlot *s = NULL;
         _cleanup_close_ int state_fd = -EBADF;
         unsigned mark = max_connections - max_connections / 4;
+        struct stat st;
         int r;
 
         s = calloc(1, sizeof(*s));
@@ -179,6 +221,9 @@ int connslot_take(const char *state_dir, unsigned max_connections, ConnSlot **re
         s->dir_fd = openat(state_fd, CONNECTIONS_DIR, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (s->dir_fd < 0)
                 return -errno;
+        if (fstat(s->dir_fd, &st) < 0)
+                return -errno;
+        s->owner = st.st_uid;
         r = fifos_make(s->dir_fd);
         if (r < 0)
                 return r;
@@ -215,13 +260,22 @@ bool connslot_pressure_at_start(const ConnSlot *s) {
 }
 
 int connslot_evictable_fd(ConnSlot *s) {
+        _cleanup_close_ int fd = -EBADF;
         char name[16];
+        int r;
 
         if (s->evict_fd >= 0)
                 return s->evict_fd;
+        if (s->evict_fd == -EPERM)
+                return s->evict_fd; /* not a FIFO of ours: not looked at again for this connection */
         fifo_name(s->slot, name, sizeof(name));
-        s->evict_fd = openat(s->dir_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
-        return s->evict_fd < 0 ? (s->evict_fd = -errno) : s->evict_fd;
+        fd = openat(s->dir_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return (s->evict_fd = -errno);
+        r = fifo_check(fd, s->owner);
+        if (r < 0)
+                return (s->evict_fd = r);
+        return (s->evict_fd = TAKE_FD(fd));
 }
 
 int connslot_evicted(ConnSlot *s) {

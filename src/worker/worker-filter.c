@@ -14,23 +14,24 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <seccomp.h>
 
 #include "common/cleanup.h"
+#include "worker/connslot.h"
 
 /* Allowed whatever their arguments. Names absent from this architecture are skipped (aarch64 has no
  * poll, open or stat, only their *at and p* forms). */
 static const char *const allowed[] = {
-        /* its connection, the runner's line, journald and the system bus */
+        /* its connection, the runner's line, journald and the system bus (write, writev below: not to the
+         * connection slots file; no pwrite: no worker writes at an offset) */
         "read",
         "readv",
         "pread64",
-        "write",
-        "writev",
-        "pwrite64",
         "recvfrom",
         "recvmsg",
         "sendto",
@@ -63,12 +64,9 @@ static const char *const allowed[] = {
         "munmap",
         "mremap",
         "madvise",
-        /* a run's code goes to the runner in a sealed memfd */
+        /* a run's code goes to the runner in a sealed memfd, written with write() (fcntl below); nothing
+         * of a worker's resizes a file, so ftruncate is refused whatever the fd */
         "memfd_create",
-        "ftruncate",
-        "fcntl",
-        "dup",
-        "dup3",
         /* files it reads: the shared stats, /dev/null, what libraries look up */
         "fstat",
         "newfstatat",
@@ -126,6 +124,22 @@ static int allow(scmp_filter_ctx ctx, const char *name, unsigned n_args, const s
         return seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr, n_args, args);
 }
 
+/* Calls that write to, lock or duplicate a file descriptor: only below CONNSLOT_FD. The worker
+ * keeps its connection slots file there (connslot.h), open for writing, and nothing else: so none of
+ * these reaches it, and it stays as it was made, 0 bytes in /run holding its slot's lock. Every other fd
+ * a worker holds is below: its connection, its line to the runner, journald's stream (fd 2 under systemd),
+ * the memfds it makes. The comparison is of all 64 bits (the kernel reads an fd as its low 32), so a
+ * number with high bits set is refused too. */
+static const struct scmp_arg_cmp below_slot_fd = SCMP_A0(SCMP_CMP_LT, CONNSLOT_FD);
+
+/* The fcntl() commands a serving worker makes: its connection's flags and duplicate (http.c,
+ * libmicrohttpd), the seals of the memfds to and from the runner (runner-protocol.c). No lock command:
+ * its slot was locked before the filter (connslot_take()), and seccomp cannot read a struct flock to
+ * tell its slot's byte from another's, so F_SETLK, F_OFD_SETLK and the rest are refused outright. */
+static const int fcntl_commands[] = {
+        F_ADD_SEALS, F_DUPFD_CLOEXEC, F_GETFD, F_GETFL, F_GET_SEALS, F_SETFD, F_SETFL,
+};
+
 static int allow_with_arguments(scmp_filter_ctx ctx, scmp_datum_t self) {
         int r;
 
@@ -133,9 +147,34 @@ static int allow_with_arguments(scmp_filter_ctx ctx, scmp_datum_t self) {
         r = allow(ctx, "socket", 1, (const struct scmp_arg_cmp[]){ SCMP_A0(SCMP_CMP_EQ, AF_UNIX) });
         if (r < 0)
                 return r;
-        /* No executable mapping once the libraries are in (MemoryDenyWriteExecute=, and more). */
-        r = allow(ctx, "mmap", 1,
-                  (const struct scmp_arg_cmp[]){ SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0) });
+        /* Writes to its sockets, memfds and stderr: never the slots file (below_slot_fd). */
+        static const char *const fd_calls[] = { "write", "writev", "dup", "dup3" };
+        for (size_t i = 0; i < ELEMENTSOF(fd_calls); i++) {
+                r = allow(ctx, fd_calls[i], 1, &below_slot_fd);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(fcntl_commands); i++) {
+                r = allow(ctx, "fcntl", 2,
+                          (const struct scmp_arg_cmp[]){
+                                  below_slot_fd,
+                                  SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t) fcntl_commands[i]),
+                          });
+                if (r < 0)
+                        return r;
+        }
+        /* No executable mapping once the libraries are in (MemoryDenyWriteExecute=, and more); of a file,
+         * only one below CONNSLOT_FD (the shared stats, read-only), so not even a shared writable mapping
+         * of the slots file (which could not grow it: a store past its end is SIGBUS). */
+        r = allow(
+                ctx, "mmap", 2,
+                (const struct scmp_arg_cmp[]){ SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0),
+                                               SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, MAP_ANONYMOUS) });
+        if (r < 0)
+                return r;
+        r = allow(ctx, "mmap", 2,
+                  (const struct scmp_arg_cmp[]){ SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0),
+                                                 SCMP_A4(SCMP_CMP_LT, CONNSLOT_FD) });
         if (r < 0)
                 return r;
         r = allow(ctx, "mprotect", 1,
@@ -255,6 +294,18 @@ int worker_filter_load(const SeccompProgram *p) {
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return -errno;
         return seccomp_install(&(SeccompProgram){ .prog = { .len = p->prog.len, .filter = insns } });
+}
+
+int worker_file_size_limit(uint64_t code_max) {
+        const uint64_t limit = code_max + (UINT64_C(1) << 20);
+        struct stat st;
+
+        for (int fd = STDOUT_FILENO; fd <= STDERR_FILENO; fd++)
+                if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+                        return 0;
+        if (setrlimit(RLIMIT_FSIZE, &(struct rlimit){ (rlim_t) limit, (rlim_t) limit }) < 0)
+                return -errno;
+        return 1;
 }
 
 int worker_filter_apply(void) {

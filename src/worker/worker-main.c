@@ -178,6 +178,34 @@ static int refuse(int fd, const char *message) {
         return EXIT_FAILURE;
 }
 
+/* Takes the connection's slot and limits, then loads the filter: from here on it reads what a client
+ * sends. Returns 0 (with *ret_slot, or NULL: the worker serves without one), or a negative errno, logged:
+ * it must not serve then. */
+static int worker_confine(Config *cfg, unsigned max_connections, ConnSlot **ret_slot) {
+        int r;
+
+        /* What it holds of app.key is a digest; of the index's and the proxies' URLs, nothing: it uses
+         * neither (the runner's configuration comes so already; a --config file's does not). */
+        r = config_scrub_for_worker(cfg);
+        if (r < 0)
+                return log_error_errno(r, "Cannot make the digest of app.key: %m");
+
+        /* Its place among the host's connections, before the filter takes O_CREAT and every lock away. */
+        r = connslot_take(cfg->state_dir, max_connections, ret_slot);
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Cannot count the live connections in %s/connections, so idle "
+                                  "unauthenticated ones cannot be asked to make room: %m",
+                                  cfg->state_dir);
+        r = worker_file_size_limit(cfg->code_max); /* a backstop to the filter (worker-filter.h) */
+        if (r < 0)
+                return log_error_errno(r, "Cannot limit the size of the files the worker writes: %m");
+        r = worker_filter_apply();
+        if (r < 0)
+                return log_error_errno(r, "Cannot load the worker's system call filter: %m");
+        return 0;
+}
+
 int main(int argc, char **argv) {
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
@@ -237,18 +265,8 @@ int main(int argc, char **argv) {
         if (r < 0)
                 return refuse(fd, refusal);
 
-        /* Its place among the host's connections, before the filter takes O_CREAT and LOCK_EX away. */
-        r = connslot_take(cfg.state_dir, max_connections, &slot);
-        if (r < 0)
-                log_warning_errno(r,
-                                  "Cannot count the live connections in %s/connections, so idle "
-                                  "unauthenticated ones cannot be asked to make room: %m",
-                                  cfg.state_dir);
-
-        /* Set up: from here on it reads what a client sends, under its own filter. */
-        r = worker_filter_apply();
+        r = worker_confine(&cfg, max_connections, &slot);
         if (r < 0) {
-                log_error_errno(r, "Cannot load the worker's system call filter: %m");
                 config_done(&cfg);
                 (void) close(fd);
                 return EXIT_FAILURE;

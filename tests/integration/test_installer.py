@@ -602,3 +602,61 @@ def test_nodejs_refuses_non_specs(installer, workdir):
     assert res.returncode == 1, str(res)
     assert res.last == f"error: '{garbage}' is not a package tarball: it has no package/package.json", str(res)
     assert generations(pkgdir) == []
+
+
+def _all_cmdlines():
+    out = []
+    for e in os.listdir('/proc'):
+        if e.isdigit():
+            try:
+                out.append(Path(f'/proc/{e}/cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace'))
+            except OSError:
+                pass
+    return out
+
+
+def test_settings_on_stdin_keep_the_index_password_off_every_command_line(installer, index, workdir):
+    """--settings-on-stdin (as the manager starts it): the index URL's password is on no command line,
+    the installer's or pip's, while pip fetches (slowpkg holds it there), and on no line it prints."""
+    pkgdir = workdir / 'packages'
+    secret = 's3cret-in-the-index-url'
+    authed = index.replace('http://', f'http://alice:{secret}@')
+    _Handler.slow.set()
+    try:
+        proc = subprocess.Popen([installer, '--language', 'python3', '--packages-dir', str(pkgdir),
+                                 '--python', PYTHON, '--settings-on-stdin', '--', 'tinypkg==1.0', 'slowpkg'],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=clean_env(), text=True)
+        proc.stdin.write(f'index-url={authed}\n')
+        proc.stdin.close()
+        proc.stdin = None  # communicate() must not flush it
+        lines = []
+        for line in proc.stdout:
+            lines.append(line.rstrip('\n'))
+            if line.startswith('progress 5 '):  # pip is running
+                break
+        seen = []
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            seen += [c for c in _all_cmdlines() if 'alice' in c or secret in c]
+            time.sleep(0.1)
+    finally:
+        _Handler.slow.clear()
+    out, err = proc.communicate(timeout=120)
+    lines += out.splitlines()
+    res = Result(proc.returncode, '\n'.join(lines) + '\n', err)
+    assert_success(res, 1)
+    assert not seen, f'the index URL is on a command line: {seen}'
+    assert secret not in res.stdout and secret not in err, str(res)
+    assert python_import(pkgdir / 'gen-1', 'import tinypkg; print(tinypkg.VALUE)') == 'one'
+
+
+def test_settings_on_stdin_are_checked(installer, workdir):
+    for text, reason in [('index-url\n', "has no '='"), ('password=x\n', "unknown setting 'password'"),
+                         ('index-url=ftp://alice:pw@h/\n', 'is not an http:// or https:// URL')]:
+        proc = subprocess.run([installer, '--language', 'python3', '--packages-dir', str(workdir / 'p'),
+                               '--settings-on-stdin', '--', 'tinypkg'], input=text, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=clean_env(), text=True, timeout=60)
+        assert proc.returncode == 1, proc.stdout
+        assert reason in proc.stdout.splitlines()[-1], proc.stdout
+        assert 'pw' not in proc.stdout.splitlines()[-1], proc.stdout  # redacted: https://***@h/

@@ -135,6 +135,63 @@ static void test_when_every_slot_is_held_it_counts_itself_beyond_them(void **sta
         assert_int_equal(close(all), 0);
 }
 
+/* The slots file is held where the worker's filter refuses every write, resize, lock and dup of it. */
+static void test_the_slots_file_is_kept_at_connslot_fd(void **state) {
+        State *s = *state;
+        ConnSlot *slot = NULL;
+        struct stat pinned, file;
+
+        assert_int_equal(connslot_take(s->dir, 16, &slot), 0);
+        assert_int_equal(fstat(CONNSLOT_FD, &pinned), 0);
+        assert_int_equal(stat(s->slots, &file), 0);
+        assert_true(pinned.st_dev == file.st_dev && pinned.st_ino == file.st_ino);
+        assert_int_equal(fcntl(CONNSLOT_FD, F_GETFL) & O_ACCMODE, O_RDWR);
+        slot = connslot_release(slot);
+        assert_int_equal(fcntl(CONNSLOT_FD, F_GETFD), -1); /* closed with the slot */
+}
+
+/* A regular file or a directory where a FIFO belongs would poll readable for ever: an idle worker would
+ * spin on it. It is refused, not polled. */
+static void test_an_evict_entry_that_is_not_a_fifo_is_refused(void **state) {
+        State *s = *state;
+        ConnSlot *slot = NULL;
+        char path[128];
+        int fd;
+
+        (void) snprintf(path, sizeof(path), "%s/connections/evict-0", s->dir); /* slot 0's */
+        assert_int_equal(mkdir(path, 0700), 0);
+        assert_int_equal(connslot_take(s->dir, 16, &slot), 0);
+        assert_int_equal(connslot_evictable_fd(slot), -EPERM);
+        assert_int_equal(connslot_evicted(slot), 0);
+        connslot_evictable_end(slot);
+        assert_int_equal(rmdir(path), 0);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(close(fd), 0);
+        assert_int_equal(connslot_evictable_fd(slot), -EPERM);
+        connslot_evictable_end(slot);
+        assert_int_equal(unlink(path), 0); /* a FIFO of ours again: polled */
+        assert_int_equal(mkfifo(path, 0600), 0);
+        assert_true(connslot_evictable_fd(slot) >= 0);
+        connslot_evictable_end(slot);
+        if (geteuid() == 0) { /* a FIFO of another user than the directory's: refused */
+                assert_int_equal(chown(path, 65534, 65534), 0);
+                assert_int_equal(connslot_evictable_fd(slot), -EPERM);
+                connslot_evictable_end(slot);
+        }
+        slot = connslot_release(slot);
+}
+
+/* A slots file that is not a regular file (a FIFO put there) is not used. */
+static void test_a_slots_file_that_is_not_a_regular_file_is_refused(void **state) {
+        State *s = *state;
+        ConnSlot *slot = NULL;
+
+        assert_int_equal(mkfifo(s->slots, 0600), 0);
+        assert_int_equal(connslot_take(s->dir, 16, &slot), -EPERM);
+        assert_null(slot);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_the_first_connection_takes_slot_zero, state_setup,
@@ -146,6 +203,12 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_held_slots_up_to_the_end_count_each_and_make_pressure,
                                                 state_setup, state_teardown),
                 cmocka_unit_test_setup_teardown(test_when_every_slot_is_held_it_counts_itself_beyond_them,
+                                                state_setup, state_teardown),
+                cmocka_unit_test_setup_teardown(test_the_slots_file_is_kept_at_connslot_fd, state_setup,
+                                                state_teardown),
+                cmocka_unit_test_setup_teardown(test_an_evict_entry_that_is_not_a_fifo_is_refused,
+                                                state_setup, state_teardown),
+                cmocka_unit_test_setup_teardown(test_a_slots_file_that_is_not_a_regular_file_is_refused,
                                                 state_setup, state_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,6 +33,7 @@
 #include <cmocka.h>
 #include <seccomp.h>
 
+#include "worker/connslot.h"
 #include "worker/worker-filter.h"
 
 /* The outcome of one call in the filtered child: 0, or the errno it failed with. */
@@ -65,11 +66,11 @@ static int probe_anonymous_memory(void) {
                 return errno;
         return result(munmap(p, 4096));
 }
-static int probe_memfd(void) {
+static int probe_memfd(void) { /* as payload_new() makes the runner's: written, then sealed */
         int fd = memfd_create("probe", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0)
                 return errno;
-        int r = result(ftruncate(fd, 16));
+        int r = write(fd, "print(1)", 8) == 8 ? 0 : errno;
         if (r == 0)
                 r = result(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL));
         (void) close(fd);
@@ -143,6 +144,98 @@ static int probe_mprotect_exec(void) {
         (void) munmap(p, 4096);
         return r;
 }
+/* The connection slots file, as a worker holds it (connslot_take() in a state dir of the test's, before
+ * the filter): at CONNSLOT_FD, open for writing, its slot's byte locked. None of these may reach it; if
+ * one got through, it wrote to or locked a file in the test's own temporary directory. */
+static char slots_path[96];
+
+static int probe_slots_pwrite_far(void) {
+        return result(pwrite(CONNSLOT_FD, "x", 1, 1 << 20)); /* 1 MiB: the finding's /run filler */
+}
+static int probe_slots_write(void) {
+        return result(write(CONNSLOT_FD, "x", 1));
+}
+static int probe_slots_write_high_bits(void) {
+        /* the kernel reads an fd as 32 bits: the filter must not see a different number */
+        return result(syscall(SYS_write, (long) ((UINT64_C(1) << 32) | CONNSLOT_FD), "x", 1));
+}
+static int probe_slots_writev(void) {
+        struct iovec v = { (void *) "x", 1 };
+        return result(writev(CONNSLOT_FD, &v, 1));
+}
+static int probe_slots_ftruncate(void) {
+        return result(ftruncate(CONNSLOT_FD, 1 << 20));
+}
+static int probe_ftruncate_any(void) { /* no worker resizes a file: refused on any fd */
+        int fd = memfd_create("probe", MFD_CLOEXEC);
+        if (fd < 0)
+                return -1; /* not what is tested: fail the test */
+        int r = result(ftruncate(fd, 16));
+        (void) close(fd);
+        return r;
+}
+static int probe_slots_lock_other_byte(void) {
+        struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 5, .l_len = 1 };
+        return result(fcntl(CONNSLOT_FD, F_OFD_SETLK, &fl));
+}
+static int probe_slots_reopened_read_lock(void) {
+        /* a read-only open is allowed; a read lock on it would still fill a slot */
+        struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 5, .l_len = 1 };
+        int fd = open(slots_path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1; /* not what is tested: fail the test */
+        int r = result(fcntl(fd, F_OFD_SETLK, &fl));
+        if (r == EPERM) {
+                fl.l_type = F_RDLCK;
+                r = result(fcntl(fd, F_SETLK, &fl)); /* a process-owned lock, the same */
+        }
+        (void) close(fd);
+        return r;
+}
+static int probe_slots_dup(void) {
+        int fd = dup(CONNSLOT_FD);
+        if (fd >= 0)
+                (void) close(fd);
+        return result(fd);
+}
+static int probe_slots_dup3(void) {
+        int fd = dup3(CONNSLOT_FD, 100, O_CLOEXEC);
+        if (fd >= 0)
+                (void) close(fd);
+        return result(fd);
+}
+static int probe_slots_dupfd(void) {
+        int fd = fcntl(CONNSLOT_FD, F_DUPFD_CLOEXEC, 3);
+        if (fd >= 0)
+                (void) close(fd);
+        return result(fd);
+}
+static int probe_slots_shared_mapping(void) {
+        void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, CONNSLOT_FD, 0);
+        if (p != MAP_FAILED)
+                (void) munmap(p, 4096);
+        return p == MAP_FAILED ? errno : 0;
+}
+static int probe_write_above(void) {
+        return result(write(CONNSLOT_FD + 88, "x", 1)); /* a pipe put there before the filter */
+}
+static int probe_fcntl_setfl(void) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return errno;
+        int flags = fcntl(p[0], F_GETFL);
+        int r = flags < 0 ? errno : result(fcntl(p[0], F_SETFL, flags | O_NONBLOCK));
+        if (r == 0) {
+                int fd = fcntl(p[0], F_DUPFD_CLOEXEC, 3);
+                r = result(fd);
+                if (fd >= 0)
+                        (void) close(fd);
+        }
+        (void) close(p[0]);
+        (void) close(p[1]);
+        return r;
+}
+
 static int probe_write_open(void) {
         int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
         if (fd >= 0)
@@ -214,6 +307,21 @@ static int outer_filter_load(void) {
         return r;
 }
 
+/* Set: the child takes a connection slot in this state dir before the filter, as a worker does, and puts
+ * a pipe's write end at CONNSLOT_FD + 88 (an fd no worker has). */
+static const char *slot_state_dir;
+
+static int slot_take(void) {
+        ConnSlot *slot = NULL; /* held until the child exits */
+        int p[2];
+
+        if (connslot_take(slot_state_dir, 64, &slot) < 0 || fcntl(CONNSLOT_FD, F_GETFD) < 0)
+                return -1;
+        if (pipe2(p, 0) < 0 || dup3(p[1], CONNSLOT_FD + 88, O_CLOEXEC) < 0)
+                return -1;
+        return 0;
+}
+
 /* Forks, loads the filter in the child, runs probe there; returns its outcome (0 or an errno). */
 static int filtered(Probe probe) {
         int p[2], status, outcome = -1;
@@ -225,6 +333,8 @@ static int filtered(Probe probe) {
         if (pid == 0) {
                 if (outer_denies_seccomp && outer_filter_load() < 0)
                         _exit(2);
+                if (slot_state_dir && slot_take() < 0)
+                        _exit(3);
                 int r = compiled_by_parent ? worker_filter_load(compiled_by_parent) : worker_filter_apply();
                 int o = r < 0 ? 1000 - r : probe();
                 _exit(write(p[1], &o, sizeof(o)) == (ssize_t) sizeof(o) ? 0 : 1);
@@ -246,6 +356,7 @@ static void what_a_worker_does_still_works(void) {
         assert_int_equal(filtered(probe_read_open_directory), 0);
         assert_int_equal(filtered(probe_shared_lock), 0);
         assert_int_equal(filtered(probe_signal_self), 0);
+        assert_int_equal(filtered(probe_fcntl_setfl), 0);
 }
 
 static void what_the_filter_is_for_fails_with_eperm(void) {
@@ -282,6 +393,61 @@ static void what_the_filter_is_for_fails_with_eperm(void) {
         }
 }
 
+/* A taken-over worker can neither grow the connection slots file (the finding: 1 MiB into /run) nor lock
+ * a slot that is not its own, nor write to an fd no worker writes; and the file is still empty after. */
+static void the_slots_file_is_out_of_reach(void) {
+        const struct {
+                const char *name;
+                Probe probe;
+        } denied[] = {
+                { "pwrite64(slots, at 1 MiB)", probe_slots_pwrite_far },
+                { "write(slots)", probe_slots_write },
+                { "write(slots | 1 << 32)", probe_slots_write_high_bits },
+                { "writev(slots)", probe_slots_writev },
+                { "ftruncate(slots)", probe_slots_ftruncate },
+                { "ftruncate(a memfd)", probe_ftruncate_any },
+                { "fcntl(slots, F_OFD_SETLK, another byte)", probe_slots_lock_other_byte },
+                { "fcntl(slots opened again, F_OFD_SETLK/F_SETLK)", probe_slots_reopened_read_lock },
+                { "dup(slots)", probe_slots_dup },
+                { "dup3(slots)", probe_slots_dup3 },
+                { "fcntl(slots, F_DUPFD_CLOEXEC)", probe_slots_dupfd },
+                { "mmap(slots, MAP_SHARED)", probe_slots_shared_mapping },
+                { "write(an fd from CONNSLOT_FD on)", probe_write_above },
+        };
+        char dir[] = "/tmp/test-worker-filter-XXXXXX", connections[64];
+        unsigned failed = 0;
+        struct stat st;
+
+        assert_non_null(mkdtemp(dir));
+        (void) snprintf(connections, sizeof(connections), "%s/connections", dir);
+        assert_int_equal(mkdir(connections, 0700), 0);
+        (void) snprintf(slots_path, sizeof(slots_path), "%s/slots", connections);
+        slot_state_dir = dir;
+        for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+                int outcome = filtered(denied[i].probe);
+                if (outcome != EPERM) { /* each one named, then the test fails */
+                        print_error("%s%s: got %s, not EPERM\n", denied[i].name,
+                                    compiled_by_parent ? " (compiled by the parent)" : "",
+                                    outcome ? strerror(outcome) : "success");
+                        failed++;
+                }
+        }
+        assert_int_equal(filtered(probe_write), 0); /* a worker's own writes, with a slot held */
+        assert_int_equal(filtered(probe_memfd), 0);
+        slot_state_dir = NULL;
+        assert_int_equal(stat(slots_path, &st), 0);
+        assert_int_equal(st.st_size, 0);
+        for (unsigned k = 0; k < 8; k++) {
+                char fifo[96];
+                (void) snprintf(fifo, sizeof(fifo), "%s/evict-%u", connections, k);
+                (void) unlink(fifo);
+        }
+        assert_int_equal(unlink(slots_path), 0);
+        assert_int_equal(rmdir(connections), 0);
+        assert_int_equal(rmdir(dir), 0);
+        assert_int_equal(failed, 0);
+}
+
 /* The filter goes in (a worker serves, an INET socket is refused) where seccomp() itself is denied. */
 static void the_filter_loads_where_seccomp_is_denied(void) {
         outer_denies_seccomp = true;
@@ -308,6 +474,10 @@ static void test_what_a_worker_does_still_works(void **state) {
 
 static void test_what_the_filter_is_for_fails_with_eperm(void **state) {
         both_ways(what_the_filter_is_for_fails_with_eperm); /* kill(parent): not the compiler's PID */
+}
+
+static void test_the_slots_file_is_out_of_reach(void **state) {
+        both_ways(the_slots_file_is_out_of_reach);
 }
 
 static void test_the_filter_loads_where_seccomp_is_denied(void **state) {
@@ -360,6 +530,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_what_a_worker_does_still_works),
                 cmocka_unit_test(test_what_the_filter_is_for_fails_with_eperm),
+                cmocka_unit_test(test_the_slots_file_is_out_of_reach),
                 cmocka_unit_test(test_the_filter_loads_where_seccomp_is_denied),
                 cmocka_unit_test(test_a_worker_is_not_dumpable),
         };

@@ -927,8 +927,6 @@ static int on_listener(sd_event_source *s, int fd, uint32_t revents, void *userd
         }
 }
 
-static void runner_drain(Runner *r);
-
 static int on_handoff(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Runner *r = userdata;
         char byte;
@@ -948,11 +946,9 @@ static int on_handoff(sd_event_source *s, int fd, uint32_t revents, void *userda
                 log_warning_errno(e, "Ignoring a malformed hand-off from serve: %m");
                 return 0;
         }
-        if (e < 0) {
-                /* serve is stopping (or gone): so are we, once the runs in flight have answered. */
-                runner_drain(r);
-                return 0;
-        }
+        if (e < 0)
+                return sd_event_exit(r->event, 0); /* serve is gone: so are we (serve drains its workers
+                                                    * before it closes this; see runner_drain()) */
         if (conn < 0)
                 return 0;
         (void) conn_new(r, conn, -1); /* serve's own socketpair: trusted, serve bounds them per source */
@@ -1004,17 +1000,20 @@ static int on_drain_deadline(sd_event_source *s, uint64_t usec, void *userdata) 
         return sd_event_exit(r->event, 0); /* runner_free() kills what is left */
 }
 
-/* SIGTERM (systemctl stop or restart, an upgrade) or the end of serve's hand-off: stop taking work and
+/* SIGTERM (systemctl stop or restart, an upgrade): stop taking work and
  * let the runs in flight finish, so that a restart loses no request (issue 40).
  *   - The listening socket is systemd's: connections made from now on wait in its backlog, and the next
- *     runner accepts them. serve's hand-off brings no more either.
+ *     runner accepts them.
  *   - Each worker connection is shut for reading. A request its worker sent before that is still read
  *     and served; one sent after fails in the worker with EPIPE, and the worker connects again
  *     (runner-client.c), to the backlog. The kernel orders the two under the socket's lock, so no
  *     request falls in between.
  *   - The pool's prepared runs are retired: each slot kills and reaps its run, whose UID lock and scope
  *     go with it, before the runner ends.
- * The runner then ends (drain_check()), or after drain_bound_usec() it stops what is left. */
+ * The runner then ends (drain_check()), or after drain_bound_usec() it stops what is left.
+ * Only the socket-activated runner drains. Under serve, serve itself lets the requests in progress finish
+ * (its workers_stop()) before it closes the hand-off socket and signals us; and when serve dies, we get
+ * SIGTERM (PR_SET_PDEATHSIG) with no one left to answer: then we stop at once, as before. */
 static void runner_drain(Runner *r) {
         uint64_t bound = drain_bound_usec(r);
         unsigned handlers = pool_count_handlers(&r->pool);
@@ -1027,8 +1026,6 @@ static void runner_drain(Runner *r) {
                 (void) sd_event_source_set_enabled(r->listener, SD_EVENT_OFF);
         if (r->resume)
                 (void) sd_event_source_set_enabled(r->resume, SD_EVENT_OFF);
-        if (r->handoff)
-                (void) sd_event_source_set_enabled(r->handoff, SD_EVENT_OFF);
         for (Conn *c = r->conns; c; c = c->next)
                 if (shutdown(c->fd, SHUT_RD) < 0)
                         log_debug_errno(-errno, "Cannot shut a worker connection for reading, ignoring: %m");
@@ -1053,6 +1050,8 @@ static void runner_drain(Runner *r) {
 static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Runner *r = userdata;
 
+        if (!r->listener)
+                return sd_event_exit(r->event, 0); /* serve's runner: see runner_drain() */
         if (!r->draining) {
                 runner_drain(r);
                 return 0;

@@ -57,6 +57,11 @@
 #define PRELOAD_DEMAND_USEC (UINT64_C(3600) * USEC_PER_SEC)
 /* How long a stopping runner waits for a pool slot to kill and reap its prepared run. */
 #define STOP_GRACE_USEC (UINT64_C(5) * USEC_PER_SEC)
+/* A draining runner (SIGTERM) waits for its runs in flight the longest one can take (queue_timeout plus
+ * worker_timeout) plus this, for the set-up before and the scope's teardown after; then it stops them.
+ * systemd is told the whole bound (EXTEND_TIMEOUT_USEC) plus STOP_GRACE_USEC, so that its SIGKILL comes
+ * only after the runner's own end. */
+#define DRAIN_MARGIN_USEC (UINT64_C(10) * USEC_PER_SEC)
 /* Connections one peer process may hold (SO_PEERCRED's PID at connect()). A worker holds one, and two for
  * a moment when it connects again before its old one's end was read here; no worker can fork (its system
  * call filter), so many connections from one PID are an attack on the descriptor table, not a load. The
@@ -99,7 +104,8 @@ struct Runner {
         Sandbox *sandbox;
         Pool pool;
         uid_t worker_uid; /* (uid_t) -1: no such user, only root may connect */
-        sd_event_source *listener, *handoff, *timer, *resume;
+        sd_event_source *listener, *handoff, *timer, *resume, *drain_deadline;
+        bool draining; /* stopping: no new connection or prepared run, the runs in flight finish */
         Conn *conns, *conns_last; /* oldest first */
         unsigned n_conns, connections_max;
         Episode pressure[_PRESSURE_MAX];
@@ -262,6 +268,7 @@ static void child_detach(Runner *r, int keep_a, int keep_b) {
 static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata);
 static int on_slot_control(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 static void pool_refill(Runner *r);
+static void drain_check(Runner *r);
 
 /* Forks a child of the pool table; in the child, returns 0 after child_detach(). */
 static pid_t fork_tracked(Runner *r, PoolSlotState state, Language language, int control_fd, int keep_a,
@@ -476,6 +483,10 @@ static void pool_refill(Runner *r) {
         uint64_t now_usec = now(CLOCK_MONOTONIC), quiet_at = r->last_run_usec + REFILL_QUIET_USEC;
         bool paused = now_usec >= quiet_at, quiet;
 
+        if (r->draining) {
+                drain_check(r); /* every change of the pool table comes through here */
+                return;
+        }
         if (now_usec < r->prepare_not_before)
                 return; /* the periodic timer looks again */
         if (!paused) {
@@ -678,6 +689,8 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         episodes_close(r);
         (void) sd_event_source_set_time_relative(s, CHECK_INTERVAL_USEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        if (r->draining)
+                return 0; /* the pool is retired and stays empty */
         reload_if_stale(r);
         retire_stale_slots(r);
         sandbox_sweep(r->sandbox);
@@ -770,7 +783,7 @@ static int handle_run(Runner *r, Conn *c, const RunnerRequest *req, int code_fd)
         return 0;
 }
 
-static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static int conn_read(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Conn *c = userdata;
         Runner *r = c->runner;
         _cleanup_close_ int payload = -EBADF;
@@ -817,6 +830,14 @@ static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                 if (c->handler == 0)
                         conn_free(c);
         }
+        return 0;
+}
+
+static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Runner *r = ((Conn *) userdata)->runner;
+
+        (void) conn_read(s, fd, revents, userdata); /* may free the connection */
+        drain_check(r);
         return 0;
 }
 
@@ -926,7 +947,8 @@ static int on_handoff(sd_event_source *s, int fd, uint32_t revents, void *userda
                 return 0;
         }
         if (e < 0)
-                return sd_event_exit(r->event, 0); /* serve is gone: so are we */
+                return sd_event_exit(r->event, 0); /* serve is gone: so are we (serve drains its workers
+                                                    * before it closes this; see runner_drain()) */
         if (conn < 0)
                 return 0;
         (void) conn_new(r, conn, -1); /* serve's own socketpair: trusted, serve bounds them per source */
@@ -953,6 +975,92 @@ int runner_add_handoff(Runner *r, int fd) {
         return sd_event_add_io(r->event, &r->handoff, fd, EPOLLIN, on_handoff, r);
 }
 
+/* ---- stopping ---- */
+
+/* The longest a run in flight can still take: waiting for a worker slot, running, and the set-up and
+ * teardown around it. */
+static uint64_t drain_bound_usec(const Runner *r) {
+        return admit_wait_usec(r->cfg) + r->cfg->worker_timeout_usec + DRAIN_MARGIN_USEC;
+}
+
+/* A draining runner ends once every run in flight has answered (its connection then reads its end and
+ * goes) and every process of the pool table is reaped: no UID, scope or network namespace is left behind,
+ * and nothing is killed. */
+static void drain_check(Runner *r) {
+        if (r->draining && r->pool.n_slots == 0 && r->n_conns == 0)
+                (void) sd_event_exit(r->event, 0);
+}
+
+static int on_drain_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        Runner *r = userdata;
+
+        log_warning("%u runs in flight did not end in %" PRIu64 " s (queue_timeout, worker_timeout and a "
+                    "margin); stopping them",
+                    pool_count_handlers(&r->pool), drain_bound_usec(r) / USEC_PER_SEC);
+        return sd_event_exit(r->event, 0); /* runner_free() kills what is left */
+}
+
+/* SIGTERM (systemctl stop or restart, an upgrade): stop taking work and
+ * let the runs in flight finish, so that a restart loses no request (issue 40).
+ *   - The listening socket is systemd's: connections made from now on wait in its backlog, and the next
+ *     runner accepts them.
+ *   - Each worker connection is shut for reading. A request its worker sent before that is still read
+ *     and served; one sent after fails in the worker with EPIPE, and the worker connects again
+ *     (runner-client.c), to the backlog. The kernel orders the two under the socket's lock, so no
+ *     request falls in between.
+ *   - The pool's prepared runs are retired: each slot kills and reaps its run, whose UID lock and scope
+ *     go with it, before the runner ends.
+ * The runner then ends (drain_check()), or after drain_bound_usec() it stops what is left.
+ * Only the socket-activated runner drains. Under serve, serve itself lets the requests in progress finish
+ * (its workers_stop()) before it closes the hand-off socket and signals us; and when serve dies, we get
+ * SIGTERM (PR_SET_PDEATHSIG) with no one left to answer: then we stop at once, as before. */
+static void runner_drain(Runner *r) {
+        uint64_t bound = drain_bound_usec(r);
+        unsigned handlers = pool_count_handlers(&r->pool);
+        int e;
+
+        if (r->draining)
+                return;
+        r->draining = true;
+        if (r->listener)
+                (void) sd_event_source_set_enabled(r->listener, SD_EVENT_OFF);
+        if (r->resume)
+                (void) sd_event_source_set_enabled(r->resume, SD_EVENT_OFF);
+        for (Conn *c = r->conns; c; c = c->next)
+                if (shutdown(c->fd, SHUT_RD) < 0)
+                        log_debug_errno(-errno, "Cannot shut a worker connection for reading, ignoring: %m");
+        retire_all(r);
+
+        /* systemd's stop timeout (TimeoutStopSec=) covers the default configuration; a longer one
+         * extends it to our own bound, so that systemd's SIGKILL never comes before it. */
+        (void) sd_notifyf(false,
+                          "STOPPING=1\nEXTEND_TIMEOUT_USEC=%" PRIu64
+                          "\nSTATUS=Stopping: %u runs in flight finish first",
+                          bound + STOP_GRACE_USEC, handlers);
+        log_info("Stopping: no new runs; waiting up to %" PRIu64 " s for the %u in flight",
+                 bound / USEC_PER_SEC, handlers);
+        e = sd_event_add_time_relative(r->event, &r->drain_deadline, CLOCK_MONOTONIC, bound, 0,
+                                       on_drain_deadline, r);
+        if (e < 0)
+                log_warning_errno(e, "Cannot bound the wait for the runs in flight, ignoring: %m");
+        drain_check(r);
+}
+
+/* SIGTERM or SIGINT: drain; a second one: stop the runs in flight at once. */
+static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Runner *r = userdata;
+
+        if (!r->listener)
+                return sd_event_exit(r->event, 0); /* serve's runner: see runner_drain() */
+        if (!r->draining) {
+                runner_drain(r);
+                return 0;
+        }
+        log_warning("Second stop signal (%s): stopping %u runs in flight now",
+                    strsignal((int) si->ssi_signo), pool_count_handlers(&r->pool));
+        return sd_event_exit(r->event, 0);
+}
+
 /* ---- life ---- */
 
 int runner_new(Config *cfg, bool reloadable, Runner **ret) {
@@ -971,9 +1079,9 @@ int runner_new(Config *cfg, bool reloadable, Runner **ret) {
                 return log_error_errno(-errno, "Cannot block signals: %m");
         e = sd_event_new(&r->event);
         if (e >= 0)
-                e = sd_event_add_signal(r->event, NULL, SIGTERM, NULL, NULL);
+                e = sd_event_add_signal(r->event, NULL, SIGTERM, on_stop_signal, r);
         if (e >= 0)
-                e = sd_event_add_signal(r->event, NULL, SIGINT, NULL, NULL);
+                e = sd_event_add_signal(r->event, NULL, SIGINT, on_stop_signal, r);
         if (e >= 0)
                 e = sd_event_add_time_relative(r->event, &r->timer, CLOCK_MONOTONIC, CHECK_INTERVAL_USEC, 0,
                                                on_timer, r);
@@ -1028,6 +1136,7 @@ Runner *runner_free(Runner *r) {
         sd_event_source_disable_unref(r->resume);
         sd_event_source_disable_unref(r->handoff);
         sd_event_source_disable_unref(r->timer);
+        sd_event_source_disable_unref(r->drain_deadline);
         sd_event_unref(r->event);
         sandbox_free(r->sandbox);
         admit_free(r->admit);

@@ -37,7 +37,7 @@ struct Metrics {
         MetricsConn *conns; /* a list */
         unsigned n_conns;
         MetricsSocketState socket;
-        sd_bus_slot *socket_call, *state_call; /* pending questions to systemd */
+        struct SocketQuestion *questions; /* _SOCKET_PROPERTY_MAX of them, to systemd */
         char release[RELEASE_MAX];
 };
 
@@ -73,81 +73,88 @@ static MetricsConn *conn_free(MetricsConn *c) {
 
 /* ---- what systemd says of difysandbox.socket ---- */
 
-static int on_socket_props(sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Metrics *x = userdata;
-        MetricsSocketState st = { .known = true, .failed = x->socket.failed };
+/* One Get each: GetAll of the Socket interface would make PID 1 serialize its whole exec and cgroup
+ * context (hundreds of properties) at every scrape. */
+typedef enum SocketProperty {
+        SOCKET_N_ACCEPTED,
+        SOCKET_N_CONNECTIONS,
+        SOCKET_N_REFUSED,
+        SOCKET_ACTIVE_STATE,
+        _SOCKET_PROPERTY_MAX,
+} SocketProperty;
+
+/* clang-format off */
+static const struct {
+        const char *interface, *name;
+} socket_properties[_SOCKET_PROPERTY_MAX] = {
+        [SOCKET_N_ACCEPTED]    = { "org.freedesktop.systemd1.Socket", "NAccepted"    },
+        [SOCKET_N_CONNECTIONS] = { "org.freedesktop.systemd1.Socket", "NConnections" },
+        [SOCKET_N_REFUSED]     = { "org.freedesktop.systemd1.Socket", "NRefused"     }, /* systemd 239+ */
+        [SOCKET_ACTIVE_STATE]  = { "org.freedesktop.systemd1.Unit",   "ActiveState"  },
+};
+/* clang-format on */
+
+typedef struct SocketQuestion {
+        Metrics *metrics;
+        SocketProperty property;
+        sd_bus_slot *slot; /* while the question is pending */
+} SocketQuestion;
+
+static int on_socket_property(sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        SocketQuestion *q = userdata;
+        MetricsSocketState *st = &q->metrics->socket;
+        const char *state;
         int r;
 
-        x->socket_call = sd_bus_slot_unref(x->socket_call);
+        q->slot = sd_bus_slot_unref(q->slot);
         if (sd_bus_message_is_method_error(reply, NULL))
-                return 0; /* keep what we had; no systemd (a container without it) leaves known false */
-        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
-        while (r > 0) {
-                const char *name;
-                uint32_t *target = NULL;
-
-                r = sd_bus_message_enter_container(reply, 'e', "sv");
-                if (r <= 0)
-                        break;
-                r = sd_bus_message_read(reply, "s", &name);
-                if (r < 0)
-                        break;
-                if (streq(name, "NAccepted"))
-                        target = &st.n_accepted;
-                else if (streq(name, "NConnections"))
-                        target = &st.n_connections;
-                else if (streq(name, "NRefused")) {
-                        target = &st.n_refused;
-                        st.has_refused = true;
-                }
-                if (target)
-                        r = sd_bus_message_read(reply, "v", "u", target);
-                else
-                        r = sd_bus_message_skip(reply, "v");
+                return 0; /* keep what we had; no systemd, or no NRefused (systemd < 239) */
+        switch (q->property) {
+        case SOCKET_N_ACCEPTED:
+                r = sd_bus_message_read(reply, "v", "u", &st->n_accepted);
+                st->known = r >= 0 || st->known;
+                break;
+        case SOCKET_N_CONNECTIONS:
+                r = sd_bus_message_read(reply, "v", "u", &st->n_connections);
+                break;
+        case SOCKET_N_REFUSED:
+                r = sd_bus_message_read(reply, "v", "u", &st->n_refused);
+                st->has_refused = r >= 0 || st->has_refused;
+                break;
+        case SOCKET_ACTIVE_STATE:
+                r = sd_bus_message_read(reply, "v", "s", &state);
                 if (r >= 0)
-                        r = sd_bus_message_exit_container(reply);
-                if (r >= 0)
-                        r = 1;
+                        st->failed = streq(state, "failed");
+                break;
+        case _SOCKET_PROPERTY_MAX:
+        default:
+                r = -EINVAL;
+                break;
         }
-        if (r < 0) {
-                log_debug_errno(r, "Cannot read the properties of difysandbox.socket: %m");
-                return 0;
-        }
-        x->socket = st;
-        return 0;
-}
-
-static int on_socket_state(sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Metrics *x = userdata;
-        const char *state;
-
-        x->state_call = sd_bus_slot_unref(x->state_call);
-        if (sd_bus_message_is_method_error(reply, NULL))
-                return 0;
-        if (sd_bus_message_read(reply, "v", "s", &state) >= 0)
-                x->socket.failed = streq(state, "failed");
+        if (r < 0)
+                log_debug_errno(r, "Cannot read %s of difysandbox.socket: %m",
+                                socket_properties[q->property].name);
         return 0;
 }
 
 /* Asks systemd, without waiting: the answers land in x->socket for the next scrape. */
 static void socket_state_refresh(Metrics *x) {
         sd_bus *bus = x->manager->bus;
-        int r;
 
         if (!bus)
                 return;
-        if (!x->socket_call) {
-                r = sd_bus_call_method_async(bus, &x->socket_call, "org.freedesktop.systemd1",
-                                             SOCKET_UNIT_PATH, "org.freedesktop.DBus.Properties", "GetAll",
-                                             on_socket_props, x, "s", "org.freedesktop.systemd1.Socket");
-                if (r < 0)
-                        log_debug_errno(r, "Cannot ask systemd about difysandbox.socket: %m");
-        }
-        if (!x->state_call) {
-                r = sd_bus_call_method_async(bus, &x->state_call, "org.freedesktop.systemd1",
-                                             SOCKET_UNIT_PATH, "org.freedesktop.DBus.Properties", "Get",
-                                             on_socket_state, x, "ss", "org.freedesktop.systemd1.Unit",
-                                             "ActiveState");
+        for (SocketProperty p = 0; p < _SOCKET_PROPERTY_MAX; p++) {
+                SocketQuestion *q = &x->questions[p];
+                int r;
+
+                if (q->slot)
+                        continue; /* still pending: systemd is busy, do not pile up */
+                q->metrics = x;
+                q->property = p;
+                r = sd_bus_call_method_async(bus, &q->slot, "org.freedesktop.systemd1", SOCKET_UNIT_PATH,
+                                             "org.freedesktop.DBus.Properties", "Get", on_socket_property, q,
+                                             "ss", socket_properties[p].interface,
+                                             socket_properties[p].name);
                 if (r < 0)
                         log_debug_errno(r, "Cannot ask systemd about difysandbox.socket: %m");
         }
@@ -374,7 +381,11 @@ int metrics_start(Manager *m, Metrics **ret) {
                         x = calloc(1, sizeof(*x));
                         if (!x)
                                 return log_error_errno(-ENOMEM, "Cannot serve metrics: %m");
+                        *ret = x; /* the caller frees it, also on failure */
                         x->manager = m;
+                        x->questions = calloc(_SOCKET_PROPERTY_MAX, sizeof(*x->questions));
+                        if (!x->questions)
+                                return log_error_errno(-ENOMEM, "Cannot serve metrics: %m");
                         release_read(x->release);
                         *ret = x;
                 }
@@ -404,8 +415,10 @@ Metrics *metrics_free(Metrics *x) {
                 conn_free(x->conns);
         for (unsigned i = 0; i < x->n_listen; i++)
                 sd_event_source_disable_unref(x->listen[i]);
-        sd_bus_slot_unref(x->socket_call);
-        sd_bus_slot_unref(x->state_call);
+        if (x->questions)
+                for (SocketProperty p = 0; p < _SOCKET_PROPERTY_MAX; p++)
+                        sd_bus_slot_unref(x->questions[p].slot);
+        free(x->questions);
         free(x);
         return NULL;
 }

@@ -69,6 +69,9 @@ def stats_runs(st):
 
 @pytest.fixture(scope="module")
 def prometheus(container):
+    # The container runs the host's /usr: Debian's prometheus comes from scripts/lib/setup.sh's list.
+    if not os.path.exists("/usr/bin/prometheus") or not os.path.exists("/usr/bin/promtool"):
+        pytest.fail("Debian's prometheus package is missing: apt-get install prometheus")
     config = ("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
               f"rule_files: [{RULES}]\n"
               "scrape_configs:\n  - job_name: difysandbox\n    static_configs:\n"

@@ -196,14 +196,15 @@ static int write_all(int fd, const void *buf, size_t n) {
 
 /* Maps <dir>/stats if it is a complete file of this layout. -ENOENT when there is none, -EBADMSG when
  * there is one that must be replaced. */
-static int map_existing(int dir_fd, StatsFile **ret_file, bool *ret_writable) {
+static int map_existing_full(int dir_fd, bool readonly, StatsFile **ret_file, bool *ret_writable) {
         _cleanup_close_ int fd = -EBADF;
-        bool writable = true;
+        bool writable = !readonly;
         StatsFile *f;
         struct stat st;
 
-        fd = openat(dir_fd, STATS_FILE_NAME, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-        if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS)) {
+        fd = openat(dir_fd, STATS_FILE_NAME,
+                    (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0 && !readonly && (errno == EACCES || errno == EPERM || errno == EROFS)) {
                 writable = false;
                 fd = openat(dir_fd, STATS_FILE_NAME, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
         }
@@ -225,6 +226,10 @@ static int map_existing(int dir_fd, StatsFile **ret_file, bool *ret_writable) {
         *ret_file = f;
         *ret_writable = writable;
         return 0;
+}
+
+static int map_existing(int dir_fd, StatsFile **ret_file, bool *ret_writable) {
+        return map_existing_full(dir_fd, /* readonly= */ false, ret_file, ret_writable);
 }
 
 /* Writes a fresh, complete file to <dir>/stats.new and renames it over <dir>/stats. Only under the
@@ -335,6 +340,27 @@ int stats_open(const char *state_dir, Stats **ret) {
         return 0;
 }
 
+int stats_open_readonly(const char *state_dir, Stats **ret) {
+        _cleanup_(stats_closep) Stats *s = NULL;
+        _cleanup_close_ int dir_fd = -EBADF;
+        int r;
+
+        if (!state_dir || !ret)
+                return -EINVAL;
+        dir_fd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0)
+                return -errno;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        r = map_existing_full(dir_fd, /* readonly= */ true, &s->file, &s->writable);
+        if (r < 0)
+                return r;
+        identify_self(s);
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
 Stats *stats_close(Stats *s) {
         if (s) {
                 if (s->file)
@@ -379,6 +405,26 @@ void stats_add_egress_denials(Stats *s, uint64_t n) {
         if (!s || !s->writable || n == 0)
                 return;
         add(&s->file->egress_denials, n);
+}
+
+static void latency_add(StatsLatency *l, uint64_t usec) {
+        add(&l->buckets[stats_latency_bucket(usec)], 1);
+        add(&l->sum_usec, usec);
+        add(&l->count, 1);
+}
+
+void stats_record_admission_wait(Stats *s, unsigned language, uint64_t waited_usec) {
+        if (!s || !s->writable || language >= STATS_LANGUAGES)
+                return;
+        latency_add(&s->file->admission.wait[language], waited_usec);
+}
+
+void stats_record_refused_max_requests(Stats *s, unsigned language) {
+        unsigned row = language < STATS_LANGUAGES ? language : STATS_LANGUAGES; /* the last: unknown */
+
+        if (!s || !s->writable)
+                return;
+        add(&s->file->admission.refused_max_requests[row], 1);
 }
 
 void stats_record_pool(Stats *s, unsigned language, bool warm) {
@@ -476,6 +522,13 @@ static uint64_t load(const uint64_t *counter) {
         return __atomic_load_n(counter, __ATOMIC_RELAXED);
 }
 
+static void latency_load(const StatsLatency *l, StatsLatency *ret) {
+        ret->count = load(&l->count);
+        ret->sum_usec = load(&l->sum_usec);
+        for (unsigned b = 0; b < STATS_LATENCY_BUCKETS; b++)
+                ret->buckets[b] = load(&l->buckets[b]);
+}
+
 int stats_snapshot(const Stats *s, StatsSnapshot *ret) {
         const StatsFile *f;
         StatsSnapshot snap = {};
@@ -496,7 +549,10 @@ int stats_snapshot(const Stats *s, StatsSnapshot *ret) {
                         snap.latency[l].buckets[b] = load(&f->latency[l].buckets[b]);
                 for (unsigned n = 0; n < STATS_SYSCALLS; n++)
                         snap.refused_calls[l][n] = load(&f->refused_calls[l][n]);
+                latency_load(&f->admission.wait[l], &snap.admission.wait[l]);
         }
+        for (unsigned l = 0; l <= STATS_LANGUAGES; l++)
+                snap.admission.refused_max_requests[l] = load(&f->admission.refused_max_requests[l]);
         snap.rejected_unknown_language = load(&f->rejected_unknown_language);
         snap.egress_denials = load(&f->egress_denials);
         snap.active_runs = stats_count_active(s);

@@ -85,7 +85,7 @@ void stats_latency_bucket_bounds(unsigned i, uint64_t *ret_lower, uint64_t *ret_
 /* The file, as it is on disk and in memory. A change of this layout bumps STATS_FILE_VERSION; a file
  * whose magic, version or size differ is replaced by a fresh one. */
 #define STATS_FILE_MAGIC UINT64_C(0x5441545342534453) /* "DSBSTATS" read as little-endian */
-#define STATS_FILE_VERSION 3U                         /* 2: pool_hits, pool_misses; 3: refused_calls */
+#define STATS_FILE_VERSION 4U /* 2: pool_hits, pool_misses; 3: StatsAdmission; 4: refused_calls */
 
 /* System call numbers counted in refused_calls[][]: every number of x86-64 and arm64 is below this. */
 #define STATS_SYSCALLS 512U
@@ -95,6 +95,15 @@ typedef struct StatsLatency {
         uint64_t sum_usec;
         uint64_t buckets[STATS_LATENCY_BUCKETS];
 } StatsLatency;
+
+/* Admission (the runner's admit.c): how long admitted runs waited for a worker slot, and the requests
+ * refused because max_requests were in flight (HTTP 503), each also counted as rejected in runs[][]. For
+ * the Prometheus exporter (difysandbox-metrics.socket); appended whole so that the layout grows at the
+ * end only. */
+typedef struct StatsAdmission {
+        StatsLatency wait[STATS_LANGUAGES];                 /* admitted runs: the time queued, 0 included */
+        uint64_t refused_max_requests[STATS_LANGUAGES + 1]; /* the last one: no language known */
+} StatsAdmission;
 
 typedef struct StatsFile {
         /* header, written once at creation */
@@ -116,6 +125,7 @@ typedef struct StatsFile {
          * needs that the policy does not allow, so an operator can decide on allowed_syscalls */
         uint64_t refused_calls[STATS_LANGUAGES][STATS_SYSCALLS];
         uint64_t slots[STATS_SLOTS];
+        StatsAdmission admission;
 } StatsFile;
 
 typedef struct Stats Stats;
@@ -125,6 +135,10 @@ typedef struct Stats Stats;
  * the file (mode 0644, another owner) gets it read-only: its snapshots work, its recording functions do
  * nothing. -ETIMEDOUT if the creation lock is held for more than a second. */
 int stats_open(const char *state_dir, Stats **ret);
+/* For viewers (difysandboxctl top): maps an existing file read-only, and never creates or replaces one.
+ * -ENOENT when there is none yet, -EBADMSG when it has another layout (the runners are of another
+ * version). Snapshots work; recording functions do nothing. */
+int stats_open_readonly(const char *state_dir, Stats **ret);
 Stats *stats_close(Stats *s); /* NULL-safe, returns NULL */
 DEFINE_POINTER_CLEANUP(Stats *, stats_close);
 
@@ -135,6 +149,13 @@ void stats_record_run(Stats *s, unsigned language, StatsResult result, uint64_t 
  * (language >= STATS_LANGUAGES, e.g. STATS_LANGUAGE_UNKNOWN) in rejected_unknown_language. */
 void stats_record_rejected(Stats *s, unsigned language);
 void stats_add_egress_denials(Stats *s, uint64_t n);
+/* Counts the time an admitted run waited in the queue for a worker slot. An unknown language is not
+ * counted. */
+void stats_record_admission_wait(Stats *s, unsigned language, uint64_t waited_usec);
+/* Counts a request refused because max_requests were in flight, under its language if known, else
+ * under "unknown" (language >= STATS_LANGUAGES). Call stats_record_rejected() as well: this one only
+ * says why. */
+void stats_record_refused_max_requests(Stats *s, unsigned language);
 /* Counts one run, finished or failed, as a pool hit (warm: a prepared run of the pool ran its code) or
  * a miss (the run was prepared after its request came). Rejected requests are neither. An unknown
  * language is not counted. */
@@ -168,6 +189,7 @@ typedef struct StatsSnapshot {
         uint64_t pool_misses[STATS_LANGUAGES];
         StatsLatency latency[STATS_LANGUAGES];
         uint64_t refused_calls[STATS_LANGUAGES][STATS_SYSCALLS];
+        StatsAdmission admission;
         unsigned active_runs;
 } StatsSnapshot;
 

@@ -19,6 +19,7 @@
 
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/parse.h"
 #include "common/time-util.h"
 #include "config/config-file.h"
 #include "ctl/bus.h"
@@ -26,6 +27,7 @@
 #include "ctl/format.h"
 #include "ctl/job.h"
 #include "ctl/table.h"
+#include "ctl/top.h"
 #include "runtime/runtime.h"
 
 /* The parsed command line: a CLI runs once (STYLE.md allows these globals here). */
@@ -34,6 +36,7 @@ static bool arg_no_wait = false;
 static bool arg_if_due = false;
 static const char *arg_config = NULL;
 static const char *arg_language = NULL;
+static unsigned arg_iterations = 0; /* top: 0 = until q or a signal */
 
 /* Results of runs as the manager counts them, in the order they are shown; others follow, sorted. */
 static const char *const known_results[] = { "ok", "error", "timeout", "memory", "seccomp", "rejected" };
@@ -46,7 +49,8 @@ static const char *const usage_text =
         "       difysandboxctl [--json] [--no-wait] deps remove LANGUAGE PACKAGE...\n"
         "       difysandboxctl [--json] [--no-wait] [--config FILE] deps refresh [--if-due] LANGUAGE\n"
         "       difysandboxctl reload\n"
-        "       difysandboxctl [--config FILE] run FILE --language LANGUAGE\n";
+        "       difysandboxctl [--config FILE] run FILE --language LANGUAGE\n"
+        "       difysandboxctl [--config FILE] [-n N] top\n";
 
 static void help(void) {
         (void) printf("%s"
@@ -67,6 +71,8 @@ static void help(void) {
                       "  reload        make the manager re-read its configuration\n"
                       "  run           run FILE (- for standard input) through the sandbox here, as\n"
                       "                difysandbox run does (root; no manager needed)\n"
+                      "  top           live view of runs per second, latency, queue and the running\n"
+                      "                runs' CPU and memory, every second (q quits, s sorts)\n"
                       "\n"
                       "Options:\n"
                       "  --json         print JSON (a job's: one object when it ends)\n"
@@ -76,6 +82,7 @@ static void help(void) {
                       "  --config FILE  the configuration --if-due and run read (default: " CONFIG_FILE_MAIN
                       ")\n"
                       "  --language L   run: the interpreter of FILE\n"
+                      "  -n N, --iterations N  top: stop after N refreshes\n"
                       "  -h, --help     print this help\n"
                       "  --version      print the version\n"
                       "\n"
@@ -669,6 +676,18 @@ static int verb_deps_packages(const char *verb, const char *language, char **pac
         return job_run(bus, call, what, job_output(), arg_no_wait);
 }
 
+/* top reads the configuration the runners use (for max_workers, the state directory and the
+ * interpreters), as every program but the manager does: --config FILE, else the published one. */
+static int verb_top(void) {
+        _cleanup_(config_done) Config cfg = { 0 };
+        int r;
+
+        r = config_setup(&cfg, arg_config);
+        if (r < 0)
+                return r;
+        return top_run(&cfg, arg_iterations);
+}
+
 /* The configuration --if-due reads: FILE of --config alone, else the default file and its drop-ins; then
  * the environment's overrides, as the manager reads it. */
 static int refresh_config_load(Config *cfg) {
@@ -895,6 +914,13 @@ static int run(int n, char **args) {
                         return r;
                 return verb_run(args[1]);
         }
+        if (arg_iterations != 0 && !streq(command, "top"))
+                return usage_error("--iterations applies to 'top' only");
+        if (streq(command, "top")) {
+                if (n > 1)
+                        return usage_error("'top' takes no arguments, got '%s'", args[1]);
+                return verb_top();
+        }
         if (streq(command, "status") || streq(command, "stats") || streq(command, "reload")) {
                 if (n > 1)
                         return usage_error("'%s' takes no arguments, got '%s'", command, args[1]);
@@ -942,6 +968,7 @@ int main(int argc, char **argv) {
                 ARG_CONFIG,
                 ARG_LANGUAGE,
         };
+        uint32_t u32;
         /* clang-format off */
         static const struct option options[] = {
                 { "help",    no_argument,       NULL, 'h'         },
@@ -951,6 +978,7 @@ int main(int argc, char **argv) {
                 { "if-due",  no_argument,       NULL, ARG_IF_DUE  },
                 { "config",  required_argument, NULL, ARG_CONFIG  },
                 { "language", required_argument, NULL, ARG_LANGUAGE },
+                { "iterations", required_argument, NULL, 'n' },
                 {},
         };
         /* clang-format on */
@@ -959,7 +987,7 @@ int main(int argc, char **argv) {
         (void) setlocale(LC_CTYPE, ""); /* the progress bar measures text in terminal cells */
 
         opterr = 0; /* our own messages: getopt's would name argv[0], a path */
-        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, ":hn:", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         help();
@@ -981,6 +1009,11 @@ int main(int argc, char **argv) {
                         break;
                 case ARG_LANGUAGE:
                         arg_language = optarg;
+                        break;
+                case 'n':
+                        if (parse_uint32(optarg, &u32) < 0 || u32 == 0)
+                                return usage_error("--iterations: '%s' is not a number from 1", optarg);
+                        arg_iterations = u32;
                         break;
                 case ':':
                         return usage_error("option '%s' needs an argument", argv[optind - 1]);

@@ -18,6 +18,7 @@
 #include "common/time-util.h"
 #include "config/config-file.h"
 #include "manager.h"
+#include "metrics.h"
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -31,6 +32,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 }
 
 static void manager_done(Manager *m) {
+        m->metrics = metrics_free(m->metrics);
         jobs_free(m);
         manager_config_watch_done(m);
         m->bus = sd_bus_flush_close_unref(m->bus);
@@ -132,7 +134,7 @@ int main(int argc, char *argv[]) {
         }
         log_set_max_level(m.cfg.debug ? LOG_DEBUG : LOG_INFO);
 
-        if (event_setup(&m) < 0 || bus_setup(&m) < 0)
+        if (event_setup(&m) < 0 || bus_setup(&m) < 0 || metrics_start(&m, &m.metrics) < 0)
                 return EXIT_FAILURE;
 
         (void) sd_notify(false, "READY=1\nSTATUS=Serving");

@@ -6,6 +6,7 @@
  *   config-publish.c  ReloadConfig: validate, publish for the workers, keep the old one on failure
  *   config-watch.c    whether the files on disk differ from the configuration in force
  *   job.c             dependency jobs: the installer in a transient unit, and its job object
+ *   metrics.c         the Prometheus endpoint on difysandbox-metrics.socket; metrics-format.c its text
  * Nothing here is needed by a run: the workers serve while the manager is stopped. */
 
 #include <stdbool.h>
@@ -28,6 +29,7 @@
 #define MANAGER_ERROR_FAILED "org.difysandbox.Sandbox1.Error.Failed"
 
 typedef struct Job Job;
+typedef struct Metrics Metrics;
 
 typedef struct Manager {
         sd_event *event;
@@ -41,6 +43,7 @@ typedef struct Manager {
         bool reloading;
         sd_event_source *config_dir_watch, *config_dropin_watch; /* inotify, config-watch.c */
         bool config_status_changed;                              /* STATUS= says the files changed on disk */
+        Metrics *metrics; /* metrics.c; NULL without difysandbox-metrics.socket */
 } Manager;
 
 /* manager-bus.c */

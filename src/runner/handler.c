@@ -100,6 +100,8 @@ static RunnerStatus admit(const HandlerContext *ctx, Language language, AdmitTic
                                     ") came free within %" PRIu64 " s",
                                     cfg->max_workers, wait / USEC_PER_SEC);
                 stats_record_rejected(ctx->stats, (unsigned) language);
+                if (r == -EBUSY)
+                        stats_record_refused_max_requests(ctx->stats, (unsigned) language);
                 return r == -EBUSY ? RUNNER_STATUS_BUSY : RUNNER_STATUS_TIMEOUT;
         }
         log_error_errno(r, "Cannot take an admission slot in '%s/admission': %m", cfg->state_dir);
@@ -185,6 +187,7 @@ int handler_execute(const HandlerContext *ctx, const RunRequest *req, PreparedRu
                 return 0;
         }
         ret->queued_usec = admit_ticket_waited_usec(ticket);
+        stats_record_admission_wait(ctx->stats, (unsigned) req->language, ret->queued_usec);
         ret->worker_slot = admit_ticket_worker_slot(ticket);
 
         active_slot = stats_run_begin(ctx->stats);

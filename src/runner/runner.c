@@ -767,6 +767,7 @@ static int handle_run(Runner *r, Conn *c, const RunnerRequest *req, int code_fd)
                 log_warning("Refusing a run: %u requests (max_requests) are being handled",
                             pool_count_handlers(&r->pool));
                 stats_record_rejected(r->stats, req->language);
+                stats_record_refused_max_requests(r->stats, req->language);
                 return handler_reply_status(c->fd, RUNNER_STATUS_BUSY, 0, _RUN_STEP_INVALID, NULL,
                                             r->config_generation);
         }

@@ -19,11 +19,11 @@ UID_MIN, UID_MAX = 24200, 24215  # a range of its own: neighbours' ranges must n
 POOL_ENV = {'DIFYSANDBOX_POOL_SIZE_PYTHON3': '1', 'DIFYSANDBOX_POOL_SIZE_NODEJS': '0'}
 BURST = 4
 
-# StatsFile, version 2 (src/common/stats.h): the header, then runs[language][result] (python3 = 0,
+# StatsFile, version 4 (src/common/stats.h): the header, then runs[language][result] (python3 = 0,
 # nodejs = 1; the six RunResults and "rejected"), rejected_unknown_language, egress_denials, then
 # pool_hits[language] and pool_misses[language]. The version check below fails when the layout moves.
 STATS_MAGIC = 0x5441545342534453
-STATS_VERSION = 2
+STATS_VERSION = 4
 LANGUAGES = ('python3', 'nodejs')
 RESULTS = 7
 HEADER = struct.Struct('<QIIQQQ')  # magic, version, reserved, size, created_realtime_usec, generation

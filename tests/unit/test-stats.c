@@ -883,6 +883,42 @@ static int read_only_child(const Fixture *f) {
         return 0;
 }
 
+/* Admission: the wait of admitted runs as a histogram per language, and 503s at max_requests per language
+ * (unknown apart); both seen through a viewer's read-only mapping, which creates and replaces nothing. */
+static void test_admission_and_readonly_viewer(void **state) {
+        Fixture *f = *state;
+        _cleanup_(stats_closep) Stats *s = NULL, *viewer = NULL;
+        StatsSnapshot snap;
+        struct stat st;
+
+        assert_int_equal(stats_open_readonly(f->dir, &viewer), -ENOENT);
+        assert_int_equal(stat(f->path, &st), -1); /* a viewer made no file */
+
+        assert_int_equal(stats_open(f->dir, &s), 0);
+        stats_record_admission_wait(s, PY, 0);
+        stats_record_admission_wait(s, PY, 300000);
+        stats_record_admission_wait(s, NODE, 1000);
+        stats_record_admission_wait(s, STATS_LANGUAGES, 1000); /* not counted */
+        stats_record_refused_max_requests(s, NODE);
+        stats_record_refused_max_requests(s, STATS_LANGUAGE_UNKNOWN);
+        stats_record_refused_max_requests(s, 7);
+
+        assert_int_equal(stats_open_readonly(f->dir, &viewer), 0);
+        stats_record_run(viewer, PY, STATS_RESULT_OK, 1000); /* does nothing: read-only */
+        assert_int_equal(stats_snapshot(viewer, &snap), 0);
+        assert_int_equal(snap.runs[PY][STATS_RESULT_OK], 0);
+        assert_int_equal(snap.admission.wait[PY].count, 2);
+        assert_int_equal(snap.admission.wait[PY].sum_usec, 300000);
+        assert_int_equal(snap.admission.wait[PY].buckets[0], 1);
+        assert_int_equal(snap.admission.wait[PY].buckets[stats_latency_bucket(300000)], 1);
+        assert_int_equal(snap.admission.wait[NODE].count, 1);
+        assert_int_equal(snap.admission.refused_max_requests[PY], 0);
+        assert_int_equal(snap.admission.refused_max_requests[NODE], 1);
+        assert_int_equal(snap.admission.refused_max_requests[STATS_LANGUAGES], 2);
+        /* the run latency is apart */
+        assert_int_equal(snap.latency[PY].count, 0);
+}
+
 static void test_read_only(void **state) {
         Fixture *f = *state;
         _cleanup_(stats_closep) Stats *s = NULL;
@@ -930,6 +966,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_reopen_keeps_counts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_umask_and_missing_dir, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_file_replaced, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_admission_and_readonly_viewer, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
         };
 

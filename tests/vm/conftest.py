@@ -39,6 +39,8 @@ def host_suite():
 SUITE = os.environ.get("DIFYSANDBOX_VM_SUITE") or host_suite()
 ARCH = os.environ.get("DIFYSANDBOX_VM_ARCH") or "amd64"
 NAME = f"difysandbox-vm-test-{SUITE}" + ("" if ARCH == "amd64" else f"-{ARCH}")
+# tests/vm/test_arm64.py is the arm64 guest's alone: the amd64 tiers do not collect it.
+collect_ignore = [] if ARCH == "arm64" else ["test_arm64.py"]
 # What the arm64 image holds beyond the .deb's Depends (see above).
 ARM64_EXTRA = ["python3-numpy", "python3-pandas", "strace"]
 # How much longer than the amd64 guest's an arm64 guest's commands and runs may take: both are emulated,

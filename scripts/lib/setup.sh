@@ -13,8 +13,10 @@ RUNTIME_PACKAGES=(python3 python3-requests python3-httpx python3-jinja2 python3-
                   python3-pandas nodejs python3-pip npm)
 TEST_PACKAGES=(clang python3-pytest procps util-linux iproute2 systemd-container dbus python3-matplotlib nginx man-db
                python3-dbus python3-gi debhelper dpkg-dev fakeroot lintian rpm rpmlint debootstrap)
-# The real-kernel tier (tests/rig/vm): QEMU and what builds its cached Debian image.
-VM_PACKAGES=(qemu-system-x86 qemu-utils openssh-client e2fsprogs debootstrap)
+# The real-kernel tiers (tests/rig/vm): QEMU and what builds its cached Debian images; for the arm64 one,
+# qemu-system-aarch64, and qemu-user-static with binfmt-support for the image's second debootstrap stage.
+VM_PACKAGES=(qemu-system-x86 qemu-utils openssh-client e2fsprogs debootstrap
+             qemu-system-arm qemu-user-static binfmt-support)
 # The other release's tier (tests/release/run): a tree of it (tests/rig/chroot; trixie on this Debian 12
 # host) that builds, unit-tests and packages the checkout, and runs integration tests with its interpreters.
 RELEASE_TREE_PACKAGES=(gcc meson ninja-build pkgconf libseccomp-dev libcap-dev libjson-c-dev libsystemd-dev

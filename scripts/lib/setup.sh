@@ -126,16 +126,17 @@ cross_build_arm64() {
 # Cross-build the arm64 .deb into $1 as Debian cross-builds a package: `packaging/build-deb -a arm64`
 # (dpkg-buildpackage -a arm64, the Build-Depends as :arm64; the tests that cannot run on this amd64 host
 # skip with their reason, tests/unit/meson.build), then lintian on it. The VM tier of arm64 installs it.
-# Needs cross_build_arm64's packages (it adds the arm64 architecture). Returns non-zero, having said why.
+# Needs cross_build_arm64's packages (it adds the arm64 architecture). Prints the .deb's path on stdout
+# (everything else goes to stderr); returns non-zero, having said why.
 cross_deb_arm64() {
         local out=$1 deb
         mkdir -p "$out" || return 1
         rm -f "$out"/difysandbox_*_arm64.deb "$out"/difysandbox-dbgsym_*_arm64.deb
         DEB_BUILD_OPTIONS="parallel=$(nproc)" "$DIFYSANDBOX_TOP/packaging/build-deb" -a arm64 "$out" \
                 >"$out/build-deb.log" 2>&1 ||
-                { tail -40 "$out/build-deb.log"; echo "the arm64 .deb did not build (log: $out/build-deb.log)" >&2
+                { tail -40 "$out/build-deb.log" >&2; echo "the arm64 .deb did not build (log: $out/build-deb.log)" >&2
                   return 1; }
         deb=$(ls "$out"/difysandbox_*_arm64.deb) || return 1
-        lintian --fail-on error,warning "$deb" || { echo "lintian refuses $deb" >&2; return 1; }
+        lintian --fail-on error,warning "$deb" >&2 || { echo "lintian refuses $deb" >&2; return 1; }
         echo "$deb"
 }

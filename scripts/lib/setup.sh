@@ -13,8 +13,10 @@ RUNTIME_PACKAGES=(python3 python3-requests python3-httpx python3-jinja2 python3-
                   python3-pandas nodejs python3-pip npm)
 TEST_PACKAGES=(clang python3-pytest procps util-linux iproute2 systemd-container dbus python3-matplotlib nginx man-db
                python3-dbus python3-gi debhelper dpkg-dev fakeroot lintian rpm rpmlint debootstrap)
-# The real-kernel tier (tests/rig/vm): QEMU and what builds its cached Debian image.
-VM_PACKAGES=(qemu-system-x86 qemu-utils openssh-client e2fsprogs debootstrap)
+# The real-kernel tiers (tests/rig/vm): QEMU and what builds its cached Debian images; for the arm64 one,
+# qemu-system-aarch64, and qemu-user-static with binfmt-support for the image's second debootstrap stage.
+VM_PACKAGES=(qemu-system-x86 qemu-utils openssh-client e2fsprogs debootstrap
+             qemu-system-arm qemu-user-static binfmt-support)
 # The other release's tier (tests/release/run): a tree of it (tests/rig/chroot; trixie on this Debian 12
 # host) that builds, unit-tests and packages the checkout, and runs integration tests with its interpreters.
 RELEASE_TREE_PACKAGES=(gcc meson ninja-build pkgconf libseccomp-dev libcap-dev libjson-c-dev libsystemd-dev
@@ -24,8 +26,10 @@ RELEASE_TREE_PACKAGES=(gcc meson ninja-build pkgconf libseccomp-dev libcap-dev l
                       python3-pytest procps util-linux iproute2 ca-certificates netbase strace python3-pip
                       npm nginx man-db dbus python3-dbus python3-gi python3-matplotlib)
 # arm64: a cross-build with Debian's cross compiler and the :arm64 development packages (multiarch).
+# pkgconf:arm64 too: the arm64 .deb's Build-Depends resolve to it (dpkg-buildpackage -a arm64).
 CROSS_ARM64_PACKAGES=(crossbuild-essential-arm64 libseccomp-dev:arm64 libcap-dev:arm64 libjson-c-dev:arm64
-                      libsystemd-dev:arm64 libyaml-dev:arm64 libmicrohttpd-dev:arm64 libcmocka-dev:arm64)
+                      libsystemd-dev:arm64 libyaml-dev:arm64 libmicrohttpd-dev:arm64 libcmocka-dev:arm64
+                      pkgconf:arm64)
 
 step() { printf '==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -117,4 +121,22 @@ cross_build_arm64() {
                 LC_ALL=C readelf -h "$dir/$elf" 2>/dev/null | grep -q 'Machine:[[:space:]]*AArch64' ||
                         { echo "$dir/$elf is not an arm64 ELF file" >&2; return 1; }
         done
+}
+
+# Cross-build the arm64 .deb into $1 as Debian cross-builds a package: `packaging/build-deb -a arm64`
+# (dpkg-buildpackage -a arm64, the Build-Depends as :arm64; the tests that cannot run on this amd64 host
+# skip with their reason, tests/unit/meson.build), then lintian on it. The VM tier of arm64 installs it.
+# Needs cross_build_arm64's packages (it adds the arm64 architecture). Prints the .deb's path on stdout
+# (everything else goes to stderr); returns non-zero, having said why.
+cross_deb_arm64() {
+        local out=$1 deb
+        mkdir -p "$out" || return 1
+        rm -f "$out"/difysandbox_*_arm64.deb "$out"/difysandbox-dbgsym_*_arm64.deb
+        DEB_BUILD_OPTIONS="parallel=$(nproc)" "$DIFYSANDBOX_TOP/packaging/build-deb" -a arm64 "$out" \
+                >"$out/build-deb.log" 2>&1 ||
+                { tail -40 "$out/build-deb.log" >&2; echo "the arm64 .deb did not build (log: $out/build-deb.log)" >&2
+                  return 1; }
+        deb=$(ls "$out"/difysandbox_*_arm64.deb) || return 1
+        lintian --fail-on error,warning "$deb" >&2 || { echo "lintian refuses $deb" >&2; return 1; }
+        echo "$deb"
 }

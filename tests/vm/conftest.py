@@ -6,6 +6,11 @@ DIFYSANDBOX_VM_SUITE picks the release: bookworm (Debian 12, systemd 252) or tri
 257); default this host's. The .deb is DIFYSANDBOX_VM_DEB when set, else tests/rig/deb-for builds it on
 that release (in a tests/rig/chroot tree when it is not this host's).
 
+DIFYSANDBOX_VM_ARCH=arm64 boots an arm64 guest instead (tests/rig/vm --arch arm64: emulated, 10-30 times
+slower than native); its .deb is DIFYSANDBOX_VM_DEB, else `packaging/build-deb -a arm64` cross-builds
+it (on this host's release only). Its image also holds python3-pandas (and numpy) and strace: the tier
+runs pandas through the socket and measures the interpreters' system calls.
+
 When this host cannot boot a guest (no QEMU packages and no way to install them) the whole tier fails
 with that reason: ./scripts/test decides beforehand whether to run it and says so."""
 
@@ -32,15 +37,23 @@ def host_suite():
 
 
 SUITE = os.environ.get("DIFYSANDBOX_VM_SUITE") or host_suite()
-NAME = f"difysandbox-vm-test-{SUITE}"
+ARCH = os.environ.get("DIFYSANDBOX_VM_ARCH") or "amd64"
+NAME = f"difysandbox-vm-test-{SUITE}" + ("" if ARCH == "amd64" else f"-{ARCH}")
+# tests/vm/test_arm64.py is the arm64 guest's alone: the amd64 tiers do not collect it.
+collect_ignore = [] if ARCH == "arm64" else ["test_arm64.py"]
+# What the arm64 image holds beyond the .deb's Depends (see above).
+ARM64_EXTRA = ["python3-numpy", "python3-pandas", "strace"]
+# How much longer than the amd64 guest's an arm64 guest's commands and runs may take: both are emulated,
+# but QEMU translates arm64 to x86 code more slowly (measured: 2-3 times the amd64 guest's time).
+SLOW = 1 if ARCH == "amd64" else 3
 KEY = "dify-sandbox"
 # Virtual packages debootstrap cannot resolve, and what provides them in the image already.
 VIRTUAL = {"default-dbus-system-bus": "dbus", "dbus-system-bus": "dbus"}
 
 
 def rig(*args, check=True, timeout=600, **kw):
-    p = subprocess.run([RIG, "--name", NAME, "--suite", SUITE, *args], capture_output=True, text=True,
-                       timeout=timeout, **kw)
+    p = subprocess.run([RIG, "--name", NAME, "--suite", SUITE, "--arch", ARCH, *args], capture_output=True,
+                       text=True, timeout=timeout, **kw)
     if check and p.returncode != 0:
         raise AssertionError(f"tests/rig/vm {' '.join(args)} exited {p.returncode}\n"
                              f"stdout: {p.stdout[-3000:]}\nstderr: {p.stderr[-5000:]}")
@@ -88,7 +101,7 @@ class Guest:
         self.port = port
 
     def sh(self, script, check=True, timeout=300):
-        p = rig("run", "bash", "-c", script, check=False, timeout=timeout)
+        p = rig("run", "bash", "-c", script, check=False, timeout=timeout * SLOW)
         if check and p.returncode != 0:
             raise AssertionError(f"in the VM: {script!r} exited {p.returncode}\n"
                                  f"stdout: {p.stdout[-3000:]}\nstderr: {p.stderr[-3000:]}")
@@ -102,7 +115,7 @@ class Guest:
         if data is not None:
             req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout * SLOW) as resp:
                 return resp.status, resp.read()
         except urllib.error.HTTPError as e:
             return e.code, e.read()
@@ -123,16 +136,28 @@ def suite():
 
 
 @pytest.fixture(scope="session")
+def arch():
+    return ARCH
+
+
+@pytest.fixture(scope="session")
 def deb():
     if os.environ.get("DIFYSANDBOX_VM_DEB"):
         yield os.environ["DIFYSANDBOX_VM_DEB"]
         return
     out = tempfile.mkdtemp(prefix="difysandbox-vm-deb.", dir="/var/tmp")
     try:
-        p = subprocess.run([DEB_FOR, SUITE, out], env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck parallel=2"),
+        if ARCH == "amd64":
+            argv = [DEB_FOR, SUITE, out]
+        elif SUITE == host_suite():
+            argv = [os.path.join(TOP, "packaging", "build-deb"), "-a", ARCH, out]
+        else:
+            pytest.fail(f"no {SUITE} {ARCH} .deb: set DIFYSANDBOX_VM_DEB (this host cross-builds for "
+                        f"{host_suite()} only)")
+        p = subprocess.run(argv, env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck parallel=2"),
                            capture_output=True, text=True, timeout=1800)
-        assert p.returncode == 0, f"tests/rig/deb-for {SUITE} failed:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}"
-        debs = [f for f in os.listdir(out) if re.fullmatch(r"difysandbox_[^_]+_amd64\.deb", f)]
+        assert p.returncode == 0, f"{' '.join(argv)} failed:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}"
+        debs = [f for f in os.listdir(out) if re.fullmatch(rf"difysandbox_[^_]+_{ARCH}\.deb", f)]
         assert len(debs) == 1, os.listdir(out)
         yield os.path.join(out, debs[0])
     finally:
@@ -140,7 +165,7 @@ def deb():
 
 
 def wait_for_health(g):
-    deadline = time.time() + 120
+    deadline = time.time() + 120 * SLOW
     while True:
         try:
             if g.request("GET", "/health", key=None, timeout=30)[0] == 200:
@@ -173,24 +198,27 @@ def guest(deb):
         pytest.fail("this host cannot boot the test VM: " + p.stdout.strip())
     rig("down", check=False)
     try:
-        rig("up", "--include", ",".join(depends_of(deb)), timeout=1800)
+        include = depends_of(deb) + (ARM64_EXTRA if ARCH == "arm64" else [])
+        rig("up", "--include", ",".join(include), timeout=3600)
         deb_name = os.path.basename(deb)
         rig("copy-in", deb, f"/root/{deb_name}")
         g = Guest(int(rig("port", "8194").stdout))
         # Emulation runs code ~10 times slower than the hardware the packaged worker_timeout and cpu_time
         # (5 s each) are meant for: reclaim at MemoryMax alone burnt 5 s of CPU before the OOM kill. An
         # operator's drop-in gives runs more, so that the limits under test, not the clock, stop them.
-        g.sh("mkdir -p /etc/difysandbox/config.d && printf 'worker_timeout: 30\\ncpu_time: 60\\n' > "
+        # An arm64 guest is slower again (SLOW): `import requests, httpx, jinja2` alone took 5 s of CPU there.
+        g.sh("mkdir -p /etc/difysandbox/config.d && "
+             f"printf 'worker_timeout: {30 * SLOW}\\ncpu_time: {60 * SLOW}\\n' > "
              "/etc/difysandbox/config.d/50-emulated-vm.yaml")
         # As an operator installs it (README, step 1). The image holds every Depends already, so apt needs
         # no network; the package generates the key.
-        install_deb(g, deb_name)
+        install_deb(g, deb_name, timeout=1200 * SLOW)
         wait_for_health(g)
         g.readme = readme_steps(g)
         # The tier's own key from here on (the tests' curl commands name it), put in force by a reload.
         g.sh(f"printf 'app:\\n  key: {KEY}\\n' > /etc/difysandbox/config.d/10-key.yaml && "
              "difysandbox check-config >/dev/null && difysandboxctl reload")
-        deadline = time.time() + 60
+        deadline = time.time() + 60 * SLOW
         while g.request("POST", "/v1/sandbox/run", {"language": "python3", "code": "print(1)"})[0] != 200:
             if time.time() > deadline:
                 pytest.fail("the tier's key never came in force after `difysandboxctl reload`")

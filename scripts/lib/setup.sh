@@ -11,8 +11,12 @@ BUILD_PACKAGES=(gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libjs
                 libyaml-dev libmicrohttpd-dev libcmocka-dev scdoc)
 RUNTIME_PACKAGES=(python3 python3-requests python3-httpx python3-jinja2 python3-socks python3-numpy
                   python3-pandas nodejs python3-pip npm)
+# python3-simplejson: requests imports it when it is installed, so the runtime tree tests meet a host where
+# a library's optional import is present (issue 38). python3-pil, python3-cryptography, python3-jwt and
+# fonts-dejavu-core (through python3-matplotlib): the run-time data tests (test_runtime_data.py).
 TEST_PACKAGES=(clang python3-pytest procps util-linux iproute2 systemd-container dbus python3-matplotlib nginx man-db
-               python3-dbus python3-gi debhelper dpkg-dev fakeroot lintian rpm rpmlint debootstrap)
+               python3-dbus python3-gi debhelper dpkg-dev fakeroot lintian rpm rpmlint debootstrap
+               python3-simplejson python3-pil python3-cryptography python3-jwt)
 # The real-kernel tier (tests/rig/vm): QEMU and what builds its cached Debian image.
 VM_PACKAGES=(qemu-system-x86 qemu-utils openssh-client e2fsprogs debootstrap)
 # The other release's tier (tests/release/run): a tree of it (tests/rig/chroot; trixie on this Debian 12

@@ -11,8 +11,13 @@ BUILD_PACKAGES=(gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libjs
                 libyaml-dev libmicrohttpd-dev libcmocka-dev scdoc)
 RUNTIME_PACKAGES=(python3 python3-requests python3-httpx python3-jinja2 python3-socks python3-numpy
                   python3-pandas nodejs python3-pip npm)
+# python3-simplejson: requests imports it when it is installed, so the runtime tree tests meet a host where
+# a library's optional import is present (issue 38). python3-pil, python3-cryptography, python3-jwt and
+# fonts-dejavu-core (through python3-matplotlib): the run-time data tests (test_runtime_data.py).
+# prometheus (its promtool too) and tmux: the metrics and `difysandboxctl top` system tests.
 TEST_PACKAGES=(clang python3-pytest procps util-linux iproute2 systemd-container dbus python3-matplotlib nginx man-db
-               python3-dbus python3-gi debhelper dpkg-dev fakeroot lintian rpm rpmlint debootstrap)
+               python3-dbus python3-gi debhelper dpkg-dev fakeroot lintian rpm rpmlint debootstrap
+               python3-simplejson python3-pil python3-cryptography python3-jwt prometheus tmux)
 # The real-kernel tiers (tests/rig/vm): QEMU and what builds its cached Debian images; for the arm64 one,
 # qemu-system-aarch64, and qemu-user-static with binfmt-support for the image's second debootstrap stage.
 VM_PACKAGES=(qemu-system-x86 qemu-utils openssh-client e2fsprogs debootstrap

@@ -13,7 +13,6 @@ The built-in snippets (builtin_*.js: Intl, zlib, crypto, worker_threads, fs.watc
 and also in tests/integration/test_corpus.py.
 """
 
-import os
 import re
 import shlex
 import subprocess

@@ -1,8 +1,15 @@
 """The Node.js library corpus (tests/corpus/nodejs/*.js with `// corpus: npm ...` headers) through the product's
 own path: the npm packages the snippets name are installed by the manager's real npm install
-(`difysandboxctl deps install nodejs NAME@VERSION...`, the installer's sandboxed unit, npm's registry), and
-each snippet runs through the socket-activated service, as Dify sends it (enable_network=true). A snippet
-asserts its own output and prints `CORPUS-OK <name>` last; the run must be ok with exit code 0.
+(`difysandboxctl deps install nodejs NAME@VERSION...`, the installer's sandboxed unit, npm), and each snippet
+runs through the socket-activated service, as Dify sends it (enable_network=true). A snippet asserts its own
+output and prints `CORPUS-OK <name>` last; the run must be ok with exit code 0.
+
+npm reaches npm's registry through a mirror of this test's own on 127.0.0.1, configured as an operator
+would (`npm_registry`): it forwards each request to https://registry.npmjs.org with the host's CA bundle and
+points the tarball URLs at itself. The installer runs npm with `--prefix` set to the new generation, which
+also moves npm's global config file ({prefix}/etc/npmrc), so a `cafile` or proxy that the host's
+/usr/etc/npmrc names is not read; a host whose way to the registry needs one (this one, CI's) then fails with
+SELF_SIGNED_CERT_IN_CHAIN. The mirror keeps the test about the product, not about that host's way out.
 
 axios_egress.js goes through the run's egress relay to an HTTP server of this test. Loopback and this host's
 own addresses are refused by the relay by design (docs/security.md), so, as tests/integration/test_egress.py
@@ -13,11 +20,16 @@ The built-in snippets (builtin_*.js: Intl, zlib, crypto, worker_threads, fs.watc
 and also in tests/integration/test_corpus.py.
 """
 
+import http.server
 import re
 import shlex
+import ssl
 import subprocess
 import sys
 import textwrap
+import threading
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -97,18 +109,62 @@ def internet():
         ip("netns", "del", netns, check=False)
 
 
+UPSTREAM = "https://registry.npmjs.org"
+
+
+class RegistryMirror:
+    """npm's registry, forwarded: packuments (their tarball URLs rewritten to here) and tarballs."""
+
+    def __init__(self):
+        context = ssl.create_default_context(cafile="/etc/ssl/certs/ca-certificates.crt")
+        cache, lock = {}, threading.Lock()
+        mirror = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                key = (self.path, self.headers.get("Accept", ""))
+                with lock:
+                    hit = cache.get(key)
+                if hit is None:
+                    req = urllib.request.Request(UPSTREAM + self.path, headers={"Accept": key[1] or "*/*"})
+                    try:
+                        with urllib.request.urlopen(req, context=context, timeout=60) as r:
+                            hit = (r.status, r.headers.get("Content-Type", "application/octet-stream"), r.read())
+                    except urllib.error.HTTPError as e:
+                        hit = (e.code, "text/plain", e.read())
+                    if "json" in hit[1]:
+                        hit = (hit[0], hit[1], hit[2].replace(UPSTREAM.encode() + b"/", mirror.url.encode()))
+                    with lock:
+                        cache[key] = hit
+                self.send_response(hit[0])
+                self.send_header("Content-Type", hit[1])
+                self.send_header("Content-Length", str(len(hit[2])))
+                self.end_headers()
+                self.wfile.write(hit[2])
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
 @pytest.fixture(scope="module")
 def npm_corpus(container):
     """Every npm package the snippets name, installed by the manager into a new nodejs generation."""
     packages = sorted({p for _, _, npm in snippets() for p in npm})
     assert len(packages) >= 20, packages
-    # The default configuration: npm's own registry, no local mirror a test before left configured.
-    container.sh("mkdir -p /etc/difysandbox && : > /etc/difysandbox/config.yaml && difysandboxctl reload")
+    mirror = RegistryMirror()
+    container.sh("mkdir -p /etc/difysandbox && printf 'npm_registry: %s\\n' "
+                 f"{shlex.quote(mirror.url)} > /etc/difysandbox/config.yaml && difysandboxctl reload")
     p = container.sh("difysandboxctl deps install nodejs " + " ".join(shlex.quote(x) for x in packages)
-                     + " </dev/null", check=False, timeout=900)
+                     + " </dev/null", check=False, timeout=600)
     assert p.returncode == 0 and "done" in p.stdout, \
         f"difysandboxctl deps install nodejs failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
     listed = container.sh("difysandboxctl deps list nodejs").stdout
+    container.sh(": > /etc/difysandbox/config.yaml && difysandboxctl reload")
+    mirror.server.shutdown()
     for spec in packages:
         name = spec.rsplit("@", 1)[0]
         assert re.search(rf"^{re.escape(name)}\s", listed, re.M), f"{name} is not listed:\n{listed}"

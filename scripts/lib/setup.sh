@@ -18,6 +18,23 @@ RUNTIME_PACKAGES=(python3 python3-requests python3-httpx python3-jinja2 python3-
 TEST_PACKAGES=(clang python3-pytest procps util-linux iproute2 systemd-container dbus python3-matplotlib nginx man-db
                python3-dbus python3-gi debhelper dpkg-dev fakeroot lintian rpm rpmlint debootstrap
                python3-simplejson python3-pil python3-cryptography python3-jwt prometheus tmux)
+# The library corpus (tests/corpus, tests/integration/test_corpus.py): Debian's packages of the Python libraries
+# Dify users' code imports, packaged by Debian 12 and 13 alike; the corpus builds its own runtime tree of them
+# (tests/corpus/python3-packages.txt). python3-orjson is Debian 13's only: the trixie tree adds it.
+CORPUS_PACKAGES=(python3-matplotlib python3-seaborn python3-pil python3-qrcode python3-scipy python3-sklearn
+                 python3-statsmodels python3-patsy python3-sympy python3-mpmath python3-networkx python3-numexpr
+                 python3-shapely python3-nltk python3-openpyxl python3-xlsxwriter python3-docx python3-odf
+                 python3-pypdf python3-reportlab python3-cryptography python3-jwt python3-nacl python3-bcrypt
+                 python3-passlib python3-ecdsa python3-rsa python3-pycryptodome python3-lxml python3-bs4
+                 python3-html5lib python3-bleach python3-xmltodict python3-defusedxml python3-markdown
+                 python3-mistune python3-markdown-it python3-pygments python3-dateutil python3-tz python3-babel
+                 python3-arrow python3-humanize python3-croniter python3-iso8601 python3-holidays python3-inflect
+                 python3-phonenumbers python3-pycountry python3-pydantic python3-yaml python3-simplejson
+                 python3-ujson python3-msgpack python3-tomlkit python3-jsonschema python3-marshmallow
+                 python3-jmespath python3-sqlalchemy python3-sqlparse python3-tabulate python3-prettytable
+                 python3-regex python3-unidecode python3-slugify python3-emoji python3-thefuzz python3-levenshtein
+                 python3-textdistance python3-lz4 python3-zstandard python3-brotli python3-cachetools python3-toolz
+                 python3-joblib)
 # The real-kernel tiers (tests/rig/vm): QEMU and what builds its cached Debian images; for the arm64 one,
 # qemu-system-aarch64, and qemu-user-static with binfmt-support for the image's second debootstrap stage.
 VM_PACKAGES=(qemu-system-x86 qemu-utils openssh-client e2fsprogs debootstrap
@@ -29,7 +46,8 @@ RELEASE_TREE_PACKAGES=(gcc meson ninja-build pkgconf libseccomp-dev libcap-dev l
                       debhelper dpkg-dev fakeroot lintian git python3 python3-requests python3-httpx
                       python3-jinja2 python3-socks python3-anyio python3-numpy python3-pandas nodejs
                       python3-pytest procps util-linux iproute2 ca-certificates netbase strace python3-pip
-                      npm nginx man-db dbus python3-dbus python3-gi python3-matplotlib)
+                      npm nginx man-db dbus python3-dbus python3-gi python3-matplotlib
+                      "${CORPUS_PACKAGES[@]}" python3-orjson)
 # arm64: a cross-build with Debian's cross compiler and the :arm64 development packages (multiarch).
 # pkgconf:arm64 too: the arm64 .deb's Build-Depends resolve to it (dpkg-buildpackage -a arm64).
 CROSS_ARM64_PACKAGES=(crossbuild-essential-arm64 libseccomp-dev:arm64 libcap-dev:arm64 libjson-c-dev:arm64

@@ -135,6 +135,10 @@ def test_escape_case_holds_on_arm64(guest, case):
     text = data["stdout"] + data["stderr"] + data["error"]
     assert MARKER not in text, f"{case} ESCAPED on arm64 ({header['attack']}): {data}"
     result = classify(data)
+    if "refused" in expect and result in ("ok", "error"):
+        # The API carries no refused_calls (the integration tier checks each case's naming); the run went
+        # on after the refusal, and the marker rule above proves it was blocked.
+        result = "refused"
     assert "any" in expect or result in expect, f"{case}: result {result}, expected {sorted(expect)}: {data}"
     if result == "seccomp" and CALLING.search(code):
         assert data["stdout"].rstrip("\n").rpartition("\n")[2] == "calling", \
@@ -144,14 +148,15 @@ def test_escape_case_holds_on_arm64(guest, case):
 def test_compat_abi_is_unreachable(guest):
     """x86-64's other ABIs (i386 through int $0x80, x32) are a call away from 64-bit code, so the corpus
     attacks them and the filter kills them. arm64's only other one is AArch32 (CONFIG_COMPAT), and a task
-    enters it only through execve() of a 32-bit ELF file: the filter kills execve before user code, and
-    the arch check of the filter (libseccomp: any architecture but the native one is killed) stands behind
-    it. So the decision on arm64: no compat case, and execve's kill is what is asserted here, on a kernel
-    that has the compat ABI or says it has none."""
+    enters it only through execve() of a 32-bit ELF file: the final stage refuses execve (EPERM, named in
+    the answer), and the arch check of the filter (libseccomp: any architecture but the native one is
+    killed) stands behind it. So the decision on arm64: no compat case, and execve's refusal is what is
+    asserted here, on a kernel that has the compat ABI or says it has none."""
     config = guest.sh("grep -E '^CONFIG_COMPAT=' /boot/config-$(uname -r) || echo CONFIG_COMPAT=n").stdout
     assert config.strip() in ("CONFIG_COMPAT=y", "CONFIG_COMPAT=n"), config
     code = ("import os\nprint('calling', flush=True)\n"
             "os.execv('/usr/bin/python3', ['python3', '-c', 'print(\"DIFYSANDBOX-\" + \"ESCAPED\")'])\n")
     data = guest.run(code, network=False)
     assert MARKER not in data["stdout"] + data["stderr"], data
-    assert classify(data) == "seccomp" and data["stdout"].strip().splitlines()[-1] == "calling", data
+    assert data["stdout"].strip().splitlines()[-1] == "calling", data
+    assert data["error"].endswith("PermissionError: [Errno 1] Operation not permitted\n"), data

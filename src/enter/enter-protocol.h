@@ -32,6 +32,7 @@ typedef struct EnterConfig {
         uint32_t magic; /* ENTER_CONFIG_MAGIC */
         uint32_t reserved;
         uint64_t memory_max; /* bytes: what sysconf(_SC_PHYS_PAGES) and sysinfo() report (enter-sizes.c) */
+        uint64_t tmp_size;   /* bytes: the size of the run's /tmp, what statvfs("/tmp") reports */
 } EnterConfig;
 
 typedef struct EnterAck {

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <stdbool.h>
+#include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,10 +15,32 @@
 /* glibc's own sysconf, exported under this name, for everything but the memory sizes. */
 extern long __sysconf(int name);
 
-static uint64_t run_memory_max;
+static uint64_t run_memory_max, run_tmp_size;
 
-void enter_sizes_set(uint64_t memory_max) {
+void enter_sizes_set(uint64_t memory_max, uint64_t tmp_size) {
         run_memory_max = memory_max;
+        run_tmp_size = tmp_size;
+}
+
+/* The run's /tmp, by the paths that name it. What is used of it is not known without statfs: the size is
+ * reported free, which the tmpfs's own cap enforces. */
+static bool is_run_tmp(const char *path) {
+        return strcmp(path, "/tmp") == 0 || strcmp(path, "/tmp/") == 0 || strcmp(path, "/dev/shm") == 0 ||
+               strcmp(path, "/dev/shm/") == 0;
+}
+
+int statvfs(const char *path, struct statvfs *buf) {
+        if (run_tmp_size == 0 || !is_run_tmp(path)) {
+                errno = ENOSYS; /* what the filter answers statfs(2) with */
+                return -1;
+        }
+        memset(buf, 0, sizeof(*buf));
+        buf->f_bsize = buf->f_frsize = 4096;
+        buf->f_blocks = buf->f_bfree = buf->f_bavail = run_tmp_size / 4096;
+        buf->f_files = buf->f_ffree = buf->f_favail = 16384; /* nr_inodes of run.c's tmpfs */
+        buf->f_namemax = 255;
+        buf->f_flag = ST_NOSUID | ST_NODEV | ST_NOEXEC;
+        return 0;
 }
 
 static long page_size(void) {

@@ -8,5 +8,8 @@
 
 #include <stdint.h>
 
-/* The run's memory limit in bytes, from the EnterConfig; 0 leaves glibc's answers alone. */
-void enter_sizes_set(uint64_t memory_max);
+/* The run's memory limit and /tmp size in bytes, from the EnterConfig; 0 leaves glibc's answers alone.
+ * statvfs() of the run's own /tmp (and /dev/shm, a link to it) is answered with its size too: the filter
+ * refuses statfs(2), which for "/" would show the host's disk, and multiprocessing's shared memory asks
+ * statvfs("/dev/shm") before it allocates. Every other path keeps glibc's answer (ENOSYS). */
+void enter_sizes_set(uint64_t memory_max, uint64_t tmp_size);

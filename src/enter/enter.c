@@ -83,7 +83,7 @@ __attribute__((constructor)) static void enter_final_stage(void) {
             (size - sizeof(EnterConfig)) % sizeof(struct sock_filter) != 0)
                 enter_fail("final filter malformed");
         size -= sizeof(EnterConfig);
-        enter_sizes_set(in.config.memory_max);
+        enter_sizes_set(in.config.memory_max, in.config.tmp_size);
         (void) close(ENTER_FD_FILTER);
 
         /* The code fd goes where the interpreter reads it before the filter, so that the filter is the last

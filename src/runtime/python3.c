@@ -66,9 +66,12 @@ static const char *const python3_argv_tail[] = {
 };
 
 /* HOME: glibc asks nscd for the home directory at start-up when it is unset (a socket per run).
- * LANG: UTF-8 stdio. */
+ * LANG: UTF-8 stdio. JOBLIB_MULTIPROCESSING=0: a run cannot create processes, and with /dev/shm joblib
+ * (scikit-learn's n_jobs) would take multiprocessing for working and fail at loky's fork instead of
+ * running its jobs in the run's own process, as it does when told. */
 static const char *const python3_environment[] = {
         "HOME=/tmp",
+        "JOBLIB_MULTIPROCESSING=0",
         "LANG=C.UTF-8",
         NULL,
 };

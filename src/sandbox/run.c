@@ -488,8 +488,8 @@ static int write_all(int fd, const void *data, size_t size) {
         return 0;
 }
 
-static int write_filter(int fd, const SeccompProgram *prog, uint64_t memory_max) {
-        EnterConfig config = { .magic = ENTER_CONFIG_MAGIC, .memory_max = memory_max };
+static int write_filter(int fd, const SeccompProgram *prog, uint64_t memory_max, uint64_t tmp_size) {
+        EnterConfig config = { .magic = ENTER_CONFIG_MAGIC, .memory_max = memory_max, .tmp_size = tmp_size };
         int r;
 
         r = write_all(fd, &config, sizeof(config));
@@ -972,7 +972,7 @@ int sandbox_prepare(Sandbox *sb, const RunRequest *req, PreparedRun **ret, RunFa
         }
         r = pipes_open(&pipes);
         if (r >= 0)
-                r = write_filter(pipes.fds[PIPE_FILTER][1], final_stage, p->memory_max);
+                r = write_filter(pipes.fds[PIPE_FILTER][1], final_stage, p->memory_max, cfg->tmp_size);
         if (r < 0)
                 return fail(reterr, RUN_STEP_PIPES, r, NULL);
         pipes.fds[PIPE_FILTER][1] = safe_close(pipes.fds[PIPE_FILTER][1]);

@@ -55,10 +55,21 @@ static int add_inet_socket_rules(scmp_filter_ctx ctx) {
 static int add_socket_rules(scmp_filter_ctx ctx, bool network, bool netlink) {
         int r;
 
-        if (!network)
+        if (!network && !netlink)
                 /* Every family fails: glibc then reads /etc/passwd instead of asking nscd, and code that
                  * wants the network gets a clean PermissionError, never a kill at start-up. */
                 return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 0);
+        if (!network) {
+                /* As above, but for NETLINK_ROUTE: the run's network namespace is its own and holds only
+                 * loopback, and os.networkInterfaces() reads it through netlink (changing it needs
+                 * CAP_NET_ADMIN, which a run has not). */
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
+                                     SCMP_A0(SCMP_CMP_NE, AF_NETLINK));
+                if (r < 0)
+                        return r;
+                return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+                                        SCMP_A2(SCMP_CMP_EQ, NETLINK_ROUTE));
+        }
 
         r = add_inet_socket_rules(ctx);
         if (r < 0)

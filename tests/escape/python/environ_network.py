@@ -4,7 +4,7 @@
 import os, sys
 MARK = 'DIFYSANDBOX-' + 'ESCAPED'
 
-allowed = {'HOME', 'LANG', 'LANGUAGE', 'TZ', 'http_proxy', 'https_proxy', 'all_proxy', 'no_proxy',
+allowed = {'HOME', 'LANG', 'LANGUAGE', 'TZ', 'JOBLIB_MULTIPROCESSING', 'http_proxy', 'https_proxy', 'all_proxy', 'no_proxy',
            'HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'NO_PROXY'}
 names = sorted(os.environ)
 print('environment names:', names)

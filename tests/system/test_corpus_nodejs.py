@@ -163,12 +163,19 @@ def npm_corpus(container):
     assert p.returncode == 0 and "done" in p.stdout, \
         f"difysandboxctl deps install nodejs failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
     listed = container.sh("difysandboxctl deps list nodejs").stdout
-    container.sh(": > /etc/difysandbox/config.yaml && difysandboxctl reload")
-    mirror.server.shutdown()
-    for spec in packages:
-        name = spec.rsplit("@", 1)[0]
-        assert re.search(rf"^{re.escape(name)}\s", listed, re.M), f"{name} is not listed:\n{listed}"
-    return packages
+    try:
+        for spec in packages:
+            name = spec.rsplit("@", 1)[0]
+            assert re.search(rf"^{re.escape(name)}\s", listed, re.M), f"{name} is not listed:\n{listed}"
+        yield packages
+    finally:
+        # The container is the whole tier's: leave its Node.js requirements as they were, while the
+        # mirror still answers (a later install reinstalls every requirement from the registry in force).
+        names = [spec.rsplit("@", 1)[0] for spec in packages]
+        container.sh("difysandboxctl deps remove nodejs " + " ".join(shlex.quote(n) for n in names)
+                     + " </dev/null", check=False, timeout=600)
+        container.sh(": > /etc/difysandbox/config.yaml && difysandboxctl reload")
+        mirror.server.shutdown()
 
 
 @pytest.mark.parametrize("name,path,npm", snippets(), ids=[s[0] for s in snippets()])

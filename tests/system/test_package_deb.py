@@ -35,6 +35,7 @@ NAME = "difysandbox-package-test"
 MARKER = "DIFYSANDBOX-" + "ESCAPED"
 BUILD_DEB = os.path.join(TOP, "packaging", "build-deb")
 DROPIN_DIR = "/etc/systemd/system/difysandbox.socket.d"
+METRICS_DROPIN_DIR = "/etc/systemd/system/difysandbox-metrics.socket.d"
 
 TIMINGS = []
 
@@ -167,6 +168,9 @@ def installed(deb):
         port = free_port()
         c.sh(f"mkdir -p {DROPIN_DIR} && printf '[Socket]\\nListenStream=\\nListenStream={port}\\n' "
              f"> {DROPIN_DIR}/50-package-test.conf")
+        # The metrics socket too (127.0.0.1:9194), which the system tier's own container may hold.
+        c.sh(f"mkdir -p {METRICS_DROPIN_DIR} && printf '[Socket]\\nListenStream=\\nListenStream=127.0.0.1:{free_port()}\\n' "
+             f"> {METRICS_DROPIN_DIR}/50-package-test.conf")
         c.tool("install-file", deb["deb"], "/root/")
         timed("apt-get update", c.apt, "update")
         # A plain install, as the README says: apt installs Recommends (of ours and of every dependency).
@@ -604,7 +608,7 @@ def test_purge_leaves_no_unit_user_or_state(installed):
     assert "Purging configuration files for difysandbox" in p.stdout, p.stdout
     assert "not empty so not removed" not in p.stdout, p.stdout
     # The test's own drop-in is the operator's file, not the package's.
-    c.sh(f"rm -r {DROPIN_DIR} && systemctl daemon-reload")
+    c.sh(f"rm -r {DROPIN_DIR} {METRICS_DROPIN_DIR} && systemctl daemon-reload")
     leftovers = c.sh(
         "dpkg-query -W -f='${db:Status-Abbrev}' difysandbox 2>/dev/null;"
         "systemctl list-unit-files --no-legend 'difysandbox*';"

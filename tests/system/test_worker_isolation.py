@@ -38,11 +38,15 @@ def test_one_instance_cannot_read_anothers_memory_or_environment(container):
     try:
         pids = instance_pids(container)
         assert len(pids) >= 2, f"expected an instance per open connection: {pids}"
-        target = pids[-1]
-        paths = f"/proc/{target}/mem /proc/{target}/environ"
-        got = json.loads(container.sh(
-            "setpriv --reuid difysandbox-worker --regid difysandbox-worker --clear-groups -- "
-            f"/usr/bin/python3 -c '{PROBE}' {paths}").stdout)
+        # The newest instance that is still there when probed: one of an earlier test's connection may
+        # be ending meanwhile (ENOENT then says nothing).
+        for target in reversed(pids):
+            paths = f"/proc/{target}/mem /proc/{target}/environ"
+            got = json.loads(container.sh(
+                "setpriv --reuid difysandbox-worker --regid difysandbox-worker --clear-groups -- "
+                f"/usr/bin/python3 -c '{PROBE}' {paths}").stdout)
+            if container.sh(f"test -d /proc/{target}", check=False).returncode == 0:
+                break
         # A dumpable worker's mem opens (its read at offset 0 then fails with EIO) and environ reads.
         assert got and all(v in ("EACCES", "EPERM") for v in got.values()), got
         owners = container.sh(f"stat -c %U /proc/{target}/mem /proc/{target}/environ").stdout.split()

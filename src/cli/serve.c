@@ -319,7 +319,7 @@ static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const Serv
 static void worker_run(const Config *cfg, int conn_fd, int runner_fd, const ServeFds *fds, pid_t parent) {
         _cleanup_(runner_client_freep) RunnerClient *runner = NULL;
         Config copy = *cfg, *own = &copy; /* its fields point into this process's copy of serve's memory */
-        ConnSlot *slot = NULL; /* held until _exit() */
+        ConnSlot *slot = NULL;            /* held until _exit() */
         int r;
 
         http_note_process_start();

@@ -5,8 +5,8 @@
 #include "enter-sizes.h"
 
 #include <errno.h>
-#include <string.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 #include <time.h>

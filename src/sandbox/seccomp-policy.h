@@ -14,7 +14,8 @@ typedef enum RuleAction {
         RULE_EPERM,       /* fails with EPERM so the library reports a clean error instead of dying */
         RULE_NETWORK,     /* allowed only when the run has network; refused (named, ENOSYS) otherwise */
         RULE_SOCKET,      /* socket(): AF_INET/AF_INET6 with network, else EACCES (glibc then skips nscd) */
-        RULE_SOCKET_NETLINK, /* socket(): as RULE_SOCKET, plus AF_NETLINK/NETLINK_ROUTE (the run's own netns) */
+        RULE_SOCKET_NETLINK, /* socket(): as RULE_SOCKET, plus AF_NETLINK/NETLINK_ROUTE (the run's own netns)
+                              */
         RULE_IOCTL,          /* ioctl(): only the terminal and socket queries of ioctl_allowed[] */
         RULE_PRCTL,          /* prctl(): only the options of prctl_rules[] (thread names) */
         _RULE_ACTION_MAX,

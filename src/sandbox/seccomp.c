@@ -67,7 +67,8 @@ static int add_socket_rules(scmp_filter_ctx ctx, bool network, bool netlink) {
                                      SCMP_A0(SCMP_CMP_NE, AF_NETLINK));
                 if (r < 0)
                         return r;
-                return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+                return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2,
+                                        SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
                                         SCMP_A2(SCMP_CMP_EQ, NETLINK_ROUTE));
         }
 
